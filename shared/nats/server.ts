@@ -1,0 +1,141 @@
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { delimiter, join } from "node:path";
+
+/** Where a nats-server binary is looked for, in order, after NATS_SERVER_BIN. */
+const CANDIDATES = ["/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server"];
+
+export const NATS_INSTALL_HINT = [
+  "No nats-server binary was found.",
+  "Install one:   sudo apt-get install nats-server   (Debian/Ubuntu)",
+  "           or  download a release from https://github.com/nats-io/nats-server/releases",
+  "           and set NATS_SERVER_BIN=/path/to/nats-server",
+  "Or point Switchyard at a running server:   NATS_URL=nats://host:4222 npm start",
+].join("\n");
+
+export class NatsServerNotFoundError extends Error {
+  readonly code = "nats_server_not_found";
+  constructor() {
+    super(NATS_INSTALL_HINT);
+    this.name = "NatsServerNotFoundError";
+  }
+}
+
+/**
+ * Finds a nats-server binary: an explicit path wins, then the PATH, then the Debian location.
+ * Throws {@link NatsServerNotFoundError} with the install hint when there is none.
+ */
+export function findNatsServerBinary(explicit?: string): string {
+  if (explicit) {
+    if (!existsSync(explicit)) throw new NatsServerNotFoundError();
+    return explicit;
+  }
+  const fromPath = (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter(Boolean)
+    .map((dir) => join(dir, "nats-server"));
+  for (const candidate of [...fromPath, ...CANDIDATES]) {
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new NatsServerNotFoundError();
+}
+
+export interface NatsServerOptions {
+  /** Binary path; defaults to {@link findNatsServerBinary}. */
+  readonly binary?: string;
+  /** Store directory for JetStream. */
+  readonly storeDir: string;
+  /** Port; 0 or undefined picks a free one (the server chooses and reports it). */
+  readonly port?: number;
+  readonly host?: string;
+  /** Extra command-line arguments (cluster routes, server name, ...). */
+  readonly args?: readonly string[];
+  /** How long to wait for the server to accept clients. */
+  readonly startTimeoutMs?: number;
+}
+
+export interface ManagedNatsServer {
+  readonly url: string;
+  readonly port: number;
+  readonly host: string;
+  readonly storeDir: string;
+  readonly pid: number;
+  /** Everything the server wrote, for diagnostics. */
+  output(): string;
+  /** SIGTERM (graceful) or SIGKILL, then wait for exit. */
+  stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
+}
+
+/**
+ * Starts a nats-server child process with JetStream, bound to loopback by default, and waits until it
+ * reports that it accepts client connections. The port is reported back so a restart can reuse it.
+ */
+export async function startNatsServer(options: NatsServerOptions): Promise<ManagedNatsServer> {
+  const binary = options.binary ?? findNatsServerBinary(process.env.NATS_SERVER_BIN);
+  const host = options.host ?? "127.0.0.1";
+  await mkdir(options.storeDir, { recursive: true });
+  const args = [
+    "-a",
+    host,
+    "-p",
+    String(options.port && options.port > 0 ? options.port : -1),
+    "-js",
+    "-sd",
+    options.storeDir,
+    ...(options.args ?? []),
+  ];
+  const child = Bun.spawn([binary, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  let log = "";
+  let resolvePort: (port: number) => void = () => {};
+  let rejectPort: (err: Error) => void = () => {};
+  const portFound = new Promise<number>((resolve, reject) => {
+    resolvePort = resolve;
+    rejectPort = reject;
+  });
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      log += decoder.decode(chunk, { stream: true });
+      if (log.length > 200_000) log = log.slice(-100_000);
+      const match = /Listening for client connections on [^\s]*:(\d+)/.exec(log);
+      if (match?.[1]) resolvePort(Number(match[1]));
+    }
+  };
+  void pump(child.stdout);
+  void pump(child.stderr);
+  void child.exited.then((code) =>
+    rejectPort(new Error(`nats-server exited with code ${code} before it was ready:\n${log}`)),
+  );
+  const timeoutMs = options.startTimeoutMs ?? 15_000;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const port = await Promise.race([
+    portFound,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`nats-server did not start within ${timeoutMs} ms:\n${log}`)),
+        timeoutMs,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
+  // "Server is ready" follows the listen line once JetStream has recovered its store.
+  const readyDeadline = Date.now() + timeoutMs;
+  while (!log.includes("Server is ready") && Date.now() < readyDeadline) {
+    if (child.exitCode !== null) throw new Error(`nats-server exited:\n${log}`);
+    await Bun.sleep(10);
+  }
+  return {
+    url: `nats://${host}:${port}`,
+    port,
+    host,
+    storeDir: options.storeDir,
+    pid: child.pid,
+    output: () => log,
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      const killTimer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await child.exited;
+      clearTimeout(killTimer);
+    },
+  };
+}
