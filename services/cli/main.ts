@@ -1,0 +1,228 @@
+#!/usr/bin/env bun
+/**
+ * The `switchyard` command. This is the one module that reads process.env and argv: it turns them
+ * into typed config and hands that to factories.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { systemClock } from "../../shared/clock/index.ts";
+import { type Config, ConfigError, loadConfigFile } from "../../shared/config/index.ts";
+import { randomIds } from "../../shared/ids/index.ts";
+import { createLogger, type Logger } from "../../shared/log/index.ts";
+import { type ManagedNatsServer, NatsServerNotFoundError, startNatsServer } from "../../shared/nats/index.ts";
+import { hashToken } from "../ingress/index.ts";
+import { rebuildProjection } from "../projector/rebuild.ts";
+import { demoConfig } from "../runtime/demo.ts";
+import { connectHub } from "../runtime/hub.ts";
+import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
+
+const env = process.env;
+const USAGE = `usage: switchyard <command>
+
+  up                          run every service in one process (embedded nats-server if NATS_URL is unset)
+  serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
+  token new <client>          print a new client token once, and the hash for the config
+  projector rebuild           recreate the job view from the event stream
+  tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
+
+environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN`;
+
+const SHUTDOWN_TIMEOUT_MS = 25_000;
+
+async function loadConfig(required: boolean): Promise<Config | undefined> {
+  const path = resolve(env.SWITCHYARD_CONFIG ?? "switchyard.yaml");
+  if (!existsSync(path)) {
+    if (required || env.SWITCHYARD_CONFIG) {
+      throw new ConfigError(path, [{ key: "(file)", message: "config file not found (set SWITCHYARD_CONFIG)" }]);
+    }
+    return undefined;
+  }
+  const config = await loadConfigFile(path, env);
+  return env.NATS_URL ? { ...config, nats: { ...config.nats, url: env.NATS_URL } } : config;
+}
+
+function logLevel(config?: Config): string {
+  return env.SWITCHYARD_LOG_LEVEL ?? config?.log.level ?? "info";
+}
+
+/** Stops everything on SIGINT/SIGTERM within a bound, and exits 0 after a clean stop. */
+function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down: intake stopped, finishing in-flight work");
+    const timer = setTimeout(() => {
+      logger.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS);
+    stop()
+      .then(() => {
+        clearTimeout(timer);
+        logger.info("stopped");
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      });
+  };
+  process.on("SIGINT", () => handler("SIGINT"));
+  process.on("SIGTERM", () => handler("SIGTERM"));
+}
+
+async function up(): Promise<void> {
+  let config = await loadConfig(false);
+  let nats: ManagedNatsServer | undefined;
+  const bootLogger = createLogger({ level: logLevel(config), service: "switchyard" });
+  let natsUrl = env.NATS_URL ?? (config ? config.nats.url : undefined);
+  if (!env.NATS_URL) {
+    nats = await startNatsServer({ storeDir: resolve(".data/nats") });
+    natsUrl = nats.url;
+    bootLogger.info({ url: nats.url, store: ".data/nats" }, "embedded nats-server started");
+    if (config) config = { ...config, nats: { ...config.nats, url: nats.url } };
+  }
+  let token: string | undefined;
+  if (!config) {
+    const port = Number(env.SWITCHYARD_PORT ?? 8080);
+    const demo = demoConfig(natsUrl ?? "", port);
+    config = demo.config;
+    token = demo.token;
+  }
+  const logger = createLogger({ level: logLevel(config), service: "switchyard" });
+  let running: RunningHub;
+  try {
+    running = await startServices(SERVICE_NAMES, { config, logger, clock: systemClock, ids: randomIds });
+  } catch (err) {
+    await nats?.stop();
+    throw err;
+  }
+  const base = running.ingress?.url ?? "";
+  if (token) {
+    process.stdout.write(
+      [
+        "",
+        "Switchyard is running in demo mode (no switchyard.yaml found).",
+        `  base URL : ${base}`,
+        `  client   : demo`,
+        `  token    : ${token}   (new on every start; shown only here)`,
+        `  routes   : demo.echo (builtin echo), demo.sleep (builtin sleep 2 s)`,
+        "",
+        "Try it:",
+        `  curl -s -X POST ${base}/run -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' \\`,
+        `       -d '{"request_id":"hello-1","route":"demo.echo","input":"hello"}'`,
+        `  curl -s ${base}/jobs/<job_id> -H 'Authorization: Bearer ${token}'`,
+        "",
+      ].join("\n"),
+    );
+  }
+  onShutdown(logger, async () => {
+    await running.stop();
+    await nats?.stop();
+  });
+}
+
+async function serve(name: string | undefined): Promise<void> {
+  if (!SERVICE_NAMES.includes(name as ServiceName)) {
+    throw new UsageError(`serve needs one of: ${SERVICE_NAMES.join(", ")}`);
+  }
+  const config = (await loadConfig(true)) as Config;
+  const logger = createLogger({ level: logLevel(config), service: name as string });
+  const running = await startServices([name as ServiceName], {
+    config,
+    logger,
+    clock: systemClock,
+    ids: randomIds,
+  });
+  onShutdown(logger, running.stop);
+}
+
+function tokenNew(client: string | undefined): void {
+  if (!client || !/^[A-Za-z0-9_-]{1,64}$/.test(client)) {
+    throw new UsageError("token new needs a client id ([A-Za-z0-9_-], up to 64 characters)");
+  }
+  const token = `sy_${client}_${randomBytes(32).toString("base64url")}`;
+  process.stdout.write(
+    [
+      `token (shown once; give it to the client, store it nowhere else): ${token}`,
+      "add the hash to the client's token_sha256 list in switchyard.yaml:",
+      `  - id: ${client}`,
+      `    token_sha256: ["${hashToken(token)}"]`,
+      "",
+    ].join("\n"),
+  );
+}
+
+async function projectorRebuild(): Promise<void> {
+  const config = (await loadConfig(true)) as Config;
+  const logger = createLogger({ level: logLevel(config), service: "projector-rebuild" });
+  const hub = await connectHub(config, logger, "projector-rebuild");
+  try {
+    const result = await rebuildProjection({ nc: hub.nc, js: hub.js, jsm: hub.jsm, logger });
+    process.stdout.write(`rebuilt ${result.jobs} job views from ${result.events} events\n`);
+  } finally {
+    await hub.drain();
+  }
+}
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "up":
+      await up();
+      return -1;
+    case "serve":
+      await serve(rest[0]);
+      return -1;
+    case "token":
+      if (rest[0] !== "new") throw new UsageError("usage: switchyard token new <client>");
+      tokenNew(rest[1]);
+      return 0;
+    case "projector":
+      if (rest[0] !== "rebuild") throw new UsageError("usage: switchyard projector rebuild");
+      await projectorRebuild();
+      return 0;
+    case "tools": {
+      const { runToolsCommand } = await import("./tools-command.ts");
+      return runToolsCommand(rest, {
+        stdout: (s) => process.stdout.write(s),
+        stderr: (s) => process.stderr.write(s),
+        env,
+      });
+    }
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(`${USAGE}\n`);
+      return command === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown command '${command}'`);
+  }
+}
+
+if (import.meta.main) {
+  parseArgs({ args: Bun.argv.slice(2), strict: false, allowPositionals: true });
+  main(Bun.argv.slice(2))
+    .then((code) => {
+      if (code >= 0) process.exit(code);
+    })
+    .catch((err: unknown) => {
+      if (err instanceof UsageError) {
+        process.stderr.write(`switchyard: ${err.message}\n\n${USAGE}\n`);
+        process.exit(2);
+      }
+      if (err instanceof ConfigError || err instanceof NatsServerNotFoundError) {
+        process.stderr.write(`switchyard: ${err.message}\n`);
+        process.exit(1);
+      }
+      process.stderr.write(`switchyard: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    });
+}
+
+export { main };

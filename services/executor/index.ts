@@ -1,0 +1,1 @@
+export { createExecutor, type Executor } from "./executor.ts";

@@ -1,0 +1,194 @@
+import { Elysia } from "elysia";
+import { classifyNatsError } from "../../shared/bus/index.ts";
+import type { ClientConfig, RouteTable } from "../../shared/config/index.ts";
+import { routeAllowed } from "../../shared/config/index.ts";
+import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import {
+  InvalidRequestError,
+  JobNotFoundError,
+  MalformedJsonError,
+  NotFoundError,
+  PayloadTooLargeError,
+  problemResponse,
+  RateLimitedError,
+  RouteForbiddenError,
+  SwitchyardError,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+  UriTooLongError,
+} from "../../shared/errors/index.ts";
+import type { JobReader } from "../../shared/jobs/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { toJobResource } from "../../shared/domain/index.ts";
+import { traceIdOf, traceparentFrom } from "../../shared/trace/index.ts";
+import type { Authenticator } from "./auth.ts";
+import type { RateLimiter } from "./rate-limit.ts";
+import { validateRunRequest } from "./run-request.ts";
+import type { RunSubmitter } from "./submit-run.ts";
+
+export interface IngressLimits {
+  readonly maxBodyBytes: number;
+  readonly maxUrlLength: number;
+}
+
+export interface IngressDeps {
+  readonly auth: Authenticator;
+  readonly routes: RouteTable;
+  readonly submitter: RunSubmitter;
+  readonly reader: JobReader;
+  readonly rateLimiter: RateLimiter;
+  readonly limits: IngressLimits;
+  readonly logger: Logger;
+  /** False while NATS is disconnected: answer 503 at once instead of waiting for a timeout. */
+  readonly natsConnected: () => boolean;
+  /** /readyz: NATS connected, topology present, not draining. */
+  readonly ready: () => Promise<boolean>;
+  readonly openapi: unknown;
+  /** Prometheus exposition for /metrics. */
+  readonly metrics?: () => Promise<{ contentType: string; body: string }>;
+}
+
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+const NO_STORE = { "cache-control": "no-store" };
+
+function json(body: unknown, status: number, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...NO_STORE, ...headers },
+  });
+}
+
+async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  const contentType = request.headers.get("content-type") ?? "";
+  if (!JSON_TYPE.test(contentType)) {
+    throw new UnsupportedMediaTypeError({
+      detail: `Content-Type must be application/json, got '${contentType.slice(0, 100) || "none"}'.`,
+    });
+  }
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  const tooLarge = () =>
+    new PayloadTooLargeError({ detail: `The body is larger than ${maxBytes} bytes.` });
+  if (declared > maxBytes) throw tooLarge();
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.byteLength > maxBytes) throw tooLarge();
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (err) {
+    throw new MalformedJsonError({
+      detail: `The body is not valid JSON: ${(err as Error).message}`.slice(0, 300),
+    });
+  }
+}
+
+/**
+ * The Client API v1 HTTP surface. Validation is done by hand with compiled TypeBox checks rather
+ * than Elysia's body schema: Elysia's default normalisation strips unknown fields, and the spec
+ * requires them refused by name.
+ */
+export function createIngressApp(deps: IngressDeps) {
+  const { logger } = deps;
+
+  const authenticate = async (request: Request): Promise<ClientConfig> => {
+    const client = await deps.auth.authenticate(request.headers.get("authorization"));
+    const wait = deps.rateLimiter.take(`client:${client.id}`, client.runs_per_minute);
+    if (wait > 0) {
+      throw new RateLimitedError({
+        detail: `Client rate limit of ${client.runs_per_minute} requests per minute reached.`,
+        headers: { "retry-after": String(wait) },
+      });
+    }
+    return client;
+  };
+
+  const requireNats = () => {
+    if (!deps.natsConnected()) {
+      throw new UnavailableError({
+        detail: "The event store is not reachable; nothing was persisted. Retry with the same request_id.",
+        headers: { "retry-after": "2" },
+      });
+    }
+  };
+
+  return new Elysia({ normalize: false })
+    .onRequest(({ request }) => {
+      if (request.url.length > deps.limits.maxUrlLength) {
+        return problemResponse(
+          new UriTooLongError({ detail: `URLs are limited to ${deps.limits.maxUrlLength} characters.` }),
+        );
+      }
+    })
+    .onError(({ error, request, code }) => {
+      if (code === "NOT_FOUND") {
+        return problemResponse(
+          new NotFoundError({ detail: `No such endpoint: ${new URL(request.url).pathname}` }),
+        );
+      }
+      if (code === "PARSE") {
+        return problemResponse(new MalformedJsonError({ detail: "The body could not be parsed." }));
+      }
+      if (!(error instanceof SwitchyardError)) {
+        logger.error({ err: error, path: new URL(request.url).pathname }, "unhandled error");
+      }
+      return problemResponse(error, new URL(request.url).pathname);
+    })
+    .post(
+      "/run",
+      async ({ request }) => {
+        const client = await authenticate(request);
+        const body = validateRunRequest(await readJsonBody(request, deps.limits.maxBodyBytes));
+        const route = deps.routes.route(body.route);
+        if (!route || !routeAllowed(client.routes, body.route)) {
+          // One answer for unknown and not-allowed routes, so routes cannot be probed.
+          throw new RouteForbiddenError({
+            detail: "This client may not run that route.",
+          });
+        }
+        const inputBytes = Buffer.byteLength(body.input, "utf8");
+        if (inputBytes > route.max_input_bytes) {
+          throw new InvalidRequestError({
+            detail: `input is ${inputBytes} bytes; route allows at most ${route.max_input_bytes}.`,
+            errors: [{ pointer: "/input", message: `must be at most ${route.max_input_bytes} bytes` }],
+          });
+        }
+        requireNats();
+        const traceparent = traceparentFrom(request.headers.get("traceparent"));
+        const outcome = await deps.submitter.submit(client, body, traceparent);
+        const fields = {
+          client_id: client.id,
+          request_id: body.request_id,
+          job_id: outcome.job.job_id,
+          route: body.route,
+          trace_id: traceIdOf(traceparent),
+        };
+        if (outcome.created) {
+          logger.info(fields, "run accepted");
+          return json(outcome.job, 202, { location: `/jobs/${outcome.job.job_id}`, traceparent });
+        }
+        logger.info(fields, "run replayed");
+        return json(outcome.job, 200, { location: `/jobs/${outcome.job.job_id}`, traceparent });
+      },
+      { parse: "none" },
+    )
+    .get("/jobs/:job_id", async ({ request, params }) => {
+      const client = await authenticate(request);
+      const notFound = () =>
+        new JobNotFoundError({ detail: "No job with this id exists for this client." });
+      if (!JOB_ID_PATTERN.test(params.job_id)) throw notFound();
+      requireNats();
+      const view = await deps.reader.get(client.id, params.job_id).catch((err: unknown) => {
+        throw classifyNatsError(err) ?? err;
+      });
+      if (!view) throw notFound();
+      return json(toJobResource(view), 200);
+    })
+    .get("/healthz", () => json({ status: "ok" }, 200))
+    .get("/readyz", async () =>
+      (await deps.ready()) ? json({ status: "ready" }, 200) : json({ status: "not_ready" }, 503),
+    )
+    .get("/openapi.json", () => json(deps.openapi, 200))
+    .get("/metrics", async () => {
+      if (!deps.metrics) return new Response("", { status: 404 });
+      const { contentType, body } = await deps.metrics();
+      return new Response(body, { headers: { "content-type": contentType } });
+    });
+}

@@ -1,0 +1,136 @@
+import { type TSchema, Type } from "@sinclair/typebox";
+import { JOB_STATUSES } from "../../shared/domain/index.ts";
+import { RunRequestSchema } from "./run-request.ts";
+
+const nullableless = (schema: TSchema) => JSON.parse(JSON.stringify(schema)) as unknown;
+
+const JobErrorSchema = Type.Object(
+  { code: Type.String(), message: Type.String() },
+  { additionalProperties: false },
+);
+
+/** The job record of GET /jobs/{job_id}, also the body of POST /run's 202 and 200. */
+export const JobResourceSchema = Type.Object(
+  {
+    job_id: Type.String({ pattern: "^job_[A-Za-z0-9_-]{22}$" }),
+    request_id: Type.String(),
+    route: Type.String(),
+    status: Type.Union(JOB_STATUSES.map((s) => Type.Literal(s))),
+    created_at: Type.String({ format: "date-time" }),
+    updated_at: Type.String({ format: "date-time" }),
+    completed_at: Type.Optional(Type.String({ format: "date-time" })),
+    output: Type.Optional(Type.Unknown({ description: "Executor result; present when done." })),
+    error: Type.Optional(JobErrorSchema),
+    callback: Type.Optional(
+      Type.Object(
+        {
+          status: Type.Union([Type.Literal("pending"), Type.Literal("delivered"), Type.Literal("failed")]),
+          attempts: Type.Integer({ minimum: 0 }),
+          last_attempt_at: Type.Optional(Type.String({ format: "date-time" })),
+          next_attempt_at: Type.Optional(Type.String({ format: "date-time" })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ format: "uri" }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String({ description: "Stable machine-readable code; see docs/errors.md." }),
+    instance: Type.Optional(Type.String()),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { pointer: Type.String({ description: "RFC 6901 JSON pointer into the body." }), message: Type.String() },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const problem = (description: string, headers?: Record<string, unknown>) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+});
+const retryAfter = { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait." } };
+const job = (description: string) => ({
+  description,
+  headers: { Location: { schema: { type: "string" } } },
+  content: { "application/json": { schema: { $ref: "#/components/schemas/Job" } } },
+});
+
+/** The OpenAPI 3.1 description of Client API v1, built from the same TypeBox schemas the code checks. */
+export function buildOpenApiDocument(): Record<string, unknown> {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Switchyard Client API",
+      version: "1.0.0",
+      description:
+        "Submit a routed task, poll its job, receive a signed completion callback. See docs/api.md.",
+    },
+    servers: [{ url: "/" }],
+    security: [{ bearer: [] }],
+    paths: {
+      "/run": {
+        post: {
+          operationId: "submitRun",
+          summary: "Submit a run (idempotent per client and request_id)",
+          parameters: [
+            { name: "traceparent", in: "header", required: false, schema: { type: "string" } },
+          ],
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: { $ref: "#/components/schemas/RunRequest" } } },
+          },
+          responses: {
+            "202": job("A new job was created."),
+            "200": job("The same request_id with the same body was seen before: the existing job."),
+            "400": problem("Invalid body: unknown field, wrong type, malformed JSON, refused callback_url."),
+            "401": problem("Missing or invalid bearer token."),
+            "403": problem("The route is unknown or not allowed for this client (one answer for both)."),
+            "409": problem("The request_id was used before with a different body."),
+            "413": problem("The body is larger than the limit."),
+            "415": problem("Content-Type is not application/json."),
+            "429": problem("Client rate limit reached.", retryAfter),
+            "503": problem("The event store is unreachable or full; nothing was persisted.", retryAfter),
+          },
+        },
+      },
+      "/jobs/{job_id}": {
+        get: {
+          operationId: "getJob",
+          summary: "Read a job",
+          parameters: [{ name: "job_id", in: "path", required: true, schema: { type: "string" } }],
+          responses: {
+            "200": {
+              description: "The job.",
+              content: { "application/json": { schema: { $ref: "#/components/schemas/Job" } } },
+            },
+            "401": problem("Missing or invalid bearer token."),
+            "404": problem("No such job for this client (also for other clients' jobs)."),
+            "429": problem("Client rate limit reached.", retryAfter),
+            "503": problem("The event store is unreachable.", retryAfter),
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      schemas: {
+        RunRequest: nullableless(RunRequestSchema),
+        Job: nullableless(JobResourceSchema),
+        Problem: nullableless(ProblemSchema),
+      },
+    },
+  };
+}

@@ -1,0 +1,1 @@
+export { createProjector, type Projector } from "./projector.ts";

@@ -1,0 +1,219 @@
+import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+import {
+  decodeEvent,
+  ensureDurable,
+  jobViewKey,
+  PoisonMessageError,
+  subjectFilters,
+  TOPOLOGY,
+} from "../../shared/bus/index.ts";
+import { type JobState, type JobView, transition } from "../../shared/domain/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+
+export interface ProjectorDeps {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly kv: KV;
+  readonly logger: Logger;
+  /** Largest group of messages folded into one round of view writes. */
+  readonly maxBatch?: number;
+  /** Durable name; a rebuild uses a temporary one. */
+  readonly durable?: string;
+}
+
+export interface Projector {
+  start(): Promise<void>;
+  /** Stops pulling, finishes the batch in hand, acks it. */
+  stop(): Promise<void>;
+  /** Highest stream sequence whose effect is in KV. */
+  appliedSeq(): number;
+}
+
+interface Cached {
+  view: JobView | null;
+  revision: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const CACHE_LIMIT = 20_000;
+
+/**
+ * Folds every job event into the KV job view with the same `transition` as audit verify. Messages
+ * are taken in micro-batches: while one round of KV writes is in flight, newly arrived messages
+ * queue, and the next round folds them per job and writes each job once (coalesced writes). Writes
+ * are compare-and-set on the KV revision, so a second writer cannot be overwritten blindly, and
+ * the `seq` in the view makes re-application after redelivery a no-op. Run one projector replica:
+ * JetStream spreads a durable's messages over replicas, which would break per-job ordering.
+ */
+export function createProjector(deps: ProjectorDeps): Projector {
+  const { logger } = deps;
+  const durable = deps.durable ?? TOPOLOGY.consumers.projector;
+  const maxBatch = deps.maxBatch ?? 1000;
+  const cache = new Map<string, Cached>();
+  let messages: ConsumerMessages | undefined;
+  let queue: JsMsg[] = [];
+  let wake: (() => void) | undefined;
+  let running = false;
+  let applied = 0;
+  let loopDone: Promise<void> = Promise.resolve();
+
+  const remember = (key: string, entry: Cached) => {
+    cache.delete(key);
+    cache.set(key, entry);
+    if (cache.size > CACHE_LIMIT) {
+      const oldest = cache.keys().next().value;
+      if (oldest !== undefined) cache.delete(oldest);
+    }
+  };
+
+  const load = async (key: string): Promise<Cached> => {
+    const hit = cache.get(key);
+    if (hit) return hit;
+    const entry = await deps.kv.get(key);
+    if (!entry || entry.operation !== "PUT" || entry.length === 0) {
+      return { view: null, revision: entry?.revision ?? 0 };
+    }
+    return { view: JSON.parse(decoder.decode(entry.value)) as JobView, revision: entry.revision };
+  };
+
+  /** Folds one job's messages into its view and writes it; false when the write must be retried. */
+  const applyGroup = async (key: string, msgs: JsMsg[]): Promise<boolean> => {
+    const start = await load(key);
+    let state: JobState = start.view;
+    let changed = false;
+    const settled: JsMsg[] = [];
+    for (const msg of msgs) {
+      let event: ReturnType<typeof decodeEvent>;
+      try {
+        event = decodeEvent(msg.data);
+      } catch (err) {
+        if (!(err instanceof PoisonMessageError)) throw err;
+        logger.error({ seq: msg.seq, subject: msg.subject, reason: err.message }, "poison event terminated");
+        msg.term(err.message);
+        continue;
+      }
+      if (state !== null && msg.seq <= state.seq) {
+        settled.push(msg);
+        continue;
+      }
+      const result = transition(state, event);
+      if (!result.applied) {
+        logger.warn(
+          {
+            seq: msg.seq,
+            job_id: event.job_id,
+            client_id: event.client_id,
+            type: event.type,
+            reason: result.reason,
+          },
+          "event ignored for status",
+        );
+      }
+      if (result.state !== null) {
+        state = { ...result.state, seq: msg.seq };
+        changed = true;
+      }
+      settled.push(msg);
+    }
+    if (changed && state !== null) {
+      const bytes = encoder.encode(JSON.stringify(state));
+      try {
+        const revision =
+          start.revision === 0
+            ? await deps.kv.create(key, bytes)
+            : await deps.kv.update(key, bytes, start.revision);
+        remember(key, { view: state, revision });
+      } catch (err) {
+        // Another writer moved the key, or NATS is away: forget the cache and retry from KV.
+        cache.delete(key);
+        logger.warn({ key, err: (err as Error).message }, "view write failed; retrying");
+        return false;
+      }
+    }
+    for (const msg of settled) {
+      msg.ack();
+      applied = Math.max(applied, msg.seq);
+    }
+    return true;
+  };
+
+  /**
+   * Applies a batch; a job whose write fails is retried before anything newer is taken, so each
+   * job's events are applied strictly in stream order. The messages are kept alive meanwhile.
+   */
+  const applyBatch = async (batch: JsMsg[]) => {
+    let groups = new Map<string, JsMsg[]>();
+    for (const msg of batch) {
+      // sy.evt.<client>.<job>.<kind>
+      const parts = msg.subject.split(".");
+      const key = jobViewKey(parts[2] ?? "", parts[3] ?? "");
+      const group = groups.get(key);
+      if (group) group.push(msg);
+      else groups.set(key, [msg]);
+    }
+    let delayMs = 50;
+    while (groups.size > 0) {
+      const results = await Promise.all(
+        [...groups].map(async ([key, msgs]) => {
+          const ok = await applyGroup(key, msgs).catch((err: unknown) => {
+            cache.delete(key);
+            logger.error({ key, err: (err as Error).message }, "projection failed; retrying");
+            return false;
+          });
+          return [key, msgs, ok] as const;
+        }),
+      );
+      groups = new Map(results.filter(([, , ok]) => !ok).map(([key, msgs]) => [key, msgs]));
+      if (groups.size === 0) break;
+      for (const msgs of groups.values()) for (const msg of msgs) msg.working();
+      await Bun.sleep(delayMs);
+      delayMs = Math.min(delayMs * 2, 2_000);
+    }
+  };
+
+  const loop = async () => {
+    while (running || queue.length > 0) {
+      if (queue.length === 0) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+        continue;
+      }
+      const batch = queue.slice(0, maxBatch);
+      queue = queue.slice(batch.length);
+      await applyBatch(batch);
+    }
+  };
+
+  return {
+    async start() {
+      await ensureDurable(deps.jsm, {
+        name: durable,
+        filterSubject: subjectFilters.all,
+        ackWaitMs: 30_000,
+        maxAckPending: 20_000,
+      });
+      const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, durable);
+      messages = await consumer.consume({ max_messages: 2000 });
+      running = true;
+      loopDone = loop();
+      void (async () => {
+        for await (const msg of messages as ConsumerMessages) {
+          queue.push(msg);
+          wake?.();
+        }
+      })();
+      logger.info({ durable }, "projector started");
+    },
+    async stop() {
+      running = false;
+      await messages?.close();
+      wake?.();
+      await loopDone;
+    },
+    appliedSeq: () => applied,
+  };
+}

@@ -1,0 +1,91 @@
+import type { Clock } from "../../shared/clock/index.ts";
+import { type Config, createRouteTable } from "../../shared/config/index.ts";
+import type { IdGenerator } from "../../shared/ids/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { createExecutor } from "../executor/index.ts";
+import { type RunningIngress, startIngress } from "../ingress/index.ts";
+import { createProjector } from "../projector/index.ts";
+import { startAdminServer } from "./admin.ts";
+import { connectHub, type HubConnection } from "./hub.ts";
+
+export const SERVICE_NAMES = ["ingress", "projector", "executor"] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+export interface RunDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+}
+
+export interface RunningHub {
+  readonly hub: HubConnection;
+  readonly ingress?: RunningIngress;
+  /** Graceful stop: intake first, then in-flight work, then the NATS connection. */
+  stop(): Promise<void>;
+}
+
+interface Stoppable {
+  readonly name: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the named services in this process over one NATS connection. `switchyard up` starts all
+ * four; Kubernetes runs one per pod with `switchyard serve <name>`.
+ */
+export async function startServices(services: readonly ServiceName[], deps: RunDeps): Promise<RunningHub> {
+  const { config, logger } = deps;
+  const hub = await connectHub(config, logger, services.join("+"));
+  const stoppables: Stoppable[] = [];
+  let ingress: RunningIngress | undefined;
+  let draining = false;
+  const ready = async () => !draining && (await hub.topologyReady());
+
+  if (services.includes("ingress")) {
+    ingress = await startIngress({ hub, ...deps, logger: logger.child({ component: "ingress" }) });
+    stoppables.push({ name: "ingress", stop: ingress.stop });
+  } else {
+    const admin = startAdminServer({
+      host: config.admin.host,
+      port: config.admin.port,
+      ready,
+      logger,
+    });
+    stoppables.push({ name: "admin", stop: admin.stop });
+  }
+  if (services.includes("executor")) {
+    const executor = createExecutor({
+      js: hub.js,
+      jsm: hub.jsm,
+      routes: createRouteTable(config),
+      logger: logger.child({ component: "executor" }),
+      clock: deps.clock,
+      ids: deps.ids,
+      concurrency: 64,
+    });
+    await executor.start();
+    stoppables.push({ name: "executor", stop: executor.stop });
+  }
+  if (services.includes("projector")) {
+    const projector = createProjector({
+      js: hub.js,
+      jsm: hub.jsm,
+      kv: hub.jobs,
+      logger: logger.child({ component: "projector" }),
+    });
+    await projector.start();
+    stoppables.push({ name: "projector", stop: projector.stop });
+  }
+  return {
+    hub,
+    ...(ingress ? { ingress } : {}),
+    async stop() {
+      draining = true;
+      for (const s of stoppables) {
+        await s.stop().catch((err: unknown) => logger.error({ service: s.name, err }, "stop failed"));
+      }
+      await hub.drain();
+    },
+  };
+}

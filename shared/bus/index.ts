@@ -1,0 +1,7 @@
+export * from "./append.ts";
+export * from "./codec.ts";
+export * from "./read.ts";
+export * from "./subjects.ts";
+export * from "./topology.ts";
+export * from "./errors.ts";
+export * from "./consumers.ts";

@@ -1,0 +1,27 @@
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { EventStreamKind, JobEvent } from "../domain/index.ts";
+import { decodeEvent } from "./codec.ts";
+import { jobSubject } from "./subjects.ts";
+import { TOPOLOGY } from "./topology.ts";
+
+export interface StoredEvent {
+  readonly seq: number;
+  readonly event: JobEvent;
+}
+
+/**
+ * The last event on one of a job's subjects, read from the stream leader (not a direct get, which
+ * a follower may answer with stale data). null when the subject is empty.
+ */
+export async function readLastEvent(
+  jsm: JetStreamManager,
+  clientId: string,
+  jobId: string,
+  kind: EventStreamKind,
+): Promise<StoredEvent | null> {
+  const msg = await jsm.streams.getMessage(TOPOLOGY.eventsStream, {
+    last_by_subj: jobSubject(clientId, jobId, kind),
+  });
+  if (msg === null) return null;
+  return { seq: msg.seq, event: decodeEvent(msg.data) };
+}

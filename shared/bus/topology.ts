@@ -1,0 +1,97 @@
+import {
+  DiscardPolicy,
+  type JetStreamManager,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT } from "./subjects.ts";
+
+/** Names of everything the hub creates in JetStream. */
+export const TOPOLOGY = {
+  eventsStream: "SWITCHYARD_EVENTS",
+  jobsBucket: "sy_jobs",
+  metaBucket: "sy_meta",
+  consumers: { projector: "projector", executor: "executor", callback: "callback" },
+} as const;
+
+export interface TopologyOptions {
+  readonly replicas: number;
+  readonly eventsMaxAgeMs: number;
+  readonly duplicateWindowMs: number;
+  /** -1 for no limit. New events are refused (not old ones dropped) when it is reached. */
+  readonly eventsMaxBytes: number;
+}
+
+const nanos = (ms: number) => ms * 1_000_000;
+
+/** The events stream's config: file storage, deny delete and purge, discard new when full. */
+export function eventsStreamConfig(options: TopologyOptions): Partial<StreamConfig> & { name: string } {
+  return {
+    name: TOPOLOGY.eventsStream,
+    subjects: [`${EVENT_SUBJECT_ROOT}.>`, `${AUDIT_SUBJECT_ROOT}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    // Discard new: an audit log must refuse writes when full, never drop its oldest events.
+    discard: DiscardPolicy.New,
+    max_age: nanos(options.eventsMaxAgeMs),
+    max_bytes: options.eventsMaxBytes,
+    duplicate_window: nanos(Math.min(options.duplicateWindowMs, options.eventsMaxAgeMs)),
+    num_replicas: options.replicas,
+    deny_delete: true,
+    deny_purge: true,
+    allow_direct: true,
+  };
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === 10059;
+}
+
+/**
+ * Creates or updates the events stream and the KV buckets. Safe to run from every service at
+ * start, concurrently: creation races resolve to the same config.
+ */
+export async function ensureTopology(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  options: TopologyOptions,
+): Promise<{ jobs: KV; meta: KV }> {
+  const wanted = eventsStreamConfig(options);
+  try {
+    const info = await jsm.streams.info(TOPOLOGY.eventsStream);
+    const c = info.config;
+    if (
+      c.max_age !== wanted.max_age ||
+      c.max_bytes !== wanted.max_bytes ||
+      c.duplicate_window !== wanted.duplicate_window ||
+      c.num_replicas !== wanted.num_replicas
+    ) {
+      await jsm.streams.update(TOPOLOGY.eventsStream, { ...c, ...wanted });
+    }
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    try {
+      await jsm.streams.add(wanted);
+    } catch (addErr) {
+      // Another service created it between our info and add (10058: stream name in use).
+      if (!(addErr instanceof JetStreamApiError && addErr.code === 10058)) throw addErr;
+    }
+  }
+  const kvm = new Kvm(nc);
+  const jobs = await kvm.create(TOPOLOGY.jobsBucket, {
+    history: 1,
+    replicas: options.replicas,
+    ttl: options.eventsMaxAgeMs,
+    storage: "file",
+  });
+  const meta = await kvm.create(TOPOLOGY.metaBucket, {
+    history: 1,
+    replicas: options.replicas,
+    storage: "file",
+  });
+  return { jobs, meta };
+}

@@ -1,0 +1,4 @@
+export * from "./duration.ts";
+export * from "./load.ts";
+export * from "./routes.ts";
+export * from "./schema.ts";

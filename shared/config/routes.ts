@@ -1,0 +1,23 @@
+import type { ClientConfig, Config, RouteConfig } from "./schema.ts";
+
+/** True when a client's route rules (exact keys, `prefix.*`, or `*`) admit the route key. */
+export function routeAllowed(rules: readonly string[], route: string): boolean {
+  for (const rule of rules) {
+    if (rule === "*" || rule === route) return true;
+    if (rule.endsWith(".*") && route.startsWith(rule.slice(0, -1))) return true;
+  }
+  return false;
+}
+
+/** Route and client lookups built once from the config. */
+export interface RouteTable {
+  route(key: string): RouteConfig | undefined;
+  client(id: string): ClientConfig | undefined;
+}
+
+/** Indexes the config's routes and clients by key. */
+export function createRouteTable(config: Config): RouteTable {
+  const routes = new Map(config.routes.map((r) => [r.key, r]));
+  const clients = new Map(config.clients.map((c) => [c.id, c]));
+  return { route: (key) => routes.get(key), client: (id) => clients.get(id) };
+}

@@ -1,0 +1,121 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { DURATION_PATTERN } from "./duration.ts";
+
+const Duration = (defaultValue: string, description: string) =>
+  Type.String({ pattern: DURATION_PATTERN, default: defaultValue, description });
+
+/** Client ids and route keys travel in NATS subjects, so they are restricted to subject-safe text. */
+export const CLIENT_ID_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
+export const ROUTE_KEY_PATTERN = "^[a-z0-9_-]+(\\.[a-z0-9_-]+)*$";
+const ROUTE_RULE_PATTERN = "^([a-z0-9_-]+(\\.[a-z0-9_-]+)*)(\\.\\*)?$|^\\*$";
+
+const JwtConfig = Type.Object(
+  {
+    issuer: Type.String({ minLength: 1 }),
+    audience: Type.String({ minLength: 1 }),
+    subject: Type.Optional(Type.String({ minLength: 1 })),
+    jwks_url: Type.Optional(Type.String({ pattern: "^https?://" })),
+    public_key_pem: Type.Optional(Type.String({ minLength: 1 })),
+    algorithms: Type.Array(
+      Type.Union(
+        ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"].map((a) =>
+          Type.Literal(a),
+        ),
+      ),
+      { minItems: 1, uniqueItems: true },
+    ),
+    clock_tolerance_sec: Type.Integer({ minimum: 0, maximum: 300, default: 30 }),
+  },
+  { additionalProperties: false },
+);
+
+const ClientConfig = Type.Object(
+  {
+    id: Type.String({ pattern: CLIENT_ID_PATTERN }),
+    token_sha256: Type.Array(Type.String({ pattern: "^[0-9a-f]{64}$" }), {
+      default: [],
+      uniqueItems: true,
+    }),
+    jwt: Type.Optional(JwtConfig),
+    routes: Type.Array(Type.String({ pattern: ROUTE_RULE_PATTERN }), { minItems: 1 }),
+    runs_per_minute: Type.Integer({ minimum: 1, default: 600 }),
+    callback_secrets: Type.Array(Type.String({ pattern: "^whsec_[A-Za-z0-9+/=]+$" }), {
+      default: [],
+    }),
+    callback_retry_schedule: Type.Optional(
+      Type.Array(Type.String({ pattern: DURATION_PATTERN }), { minItems: 1, maxItems: 30 }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const BuiltinExecutor = Type.Object(
+  {
+    kind: Type.Literal("builtin"),
+    name: Type.Union([Type.Literal("echo"), Type.Literal("sleep")]),
+    sleep_ms: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+const RouteConfig = Type.Object(
+  {
+    key: Type.String({ pattern: ROUTE_KEY_PATTERN, maxLength: 128 }),
+    enabled: Type.Boolean({ default: true }),
+    max_input_bytes: Type.Integer({ minimum: 1, maximum: 10_485_760, default: 65_536 }),
+    deadline: Duration("15m", "How long a job may stay non-final before it errors."),
+    executor: BuiltinExecutor,
+    tool_set: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ConfigSchema = Type.Object(
+  {
+    server: Type.Object(
+      {
+        host: Type.String({ default: "127.0.0.1" }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+        base_url: Type.Optional(Type.String({ pattern: "^https?://" })),
+        max_body_bytes: Type.Integer({ minimum: 1024, maximum: 16_777_216, default: 1_048_576 }),
+        max_url_length: Type.Integer({ minimum: 256, maximum: 65_536, default: 4096 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    admin: Type.Object(
+      {
+        host: Type.String({ default: "127.0.0.1" }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, default: 9090 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    nats: Type.Object(
+      {
+        url: Type.String({ default: "nats://127.0.0.1:4222" }),
+        replicas: Type.Union([Type.Literal(1), Type.Literal(3), Type.Literal(5)], { default: 1 }),
+        events_max_age: Duration("30d", "Retention of the event stream, and so of idempotency."),
+        duplicate_window: Duration("2m", "JetStream Nats-Msg-Id window."),
+        events_max_bytes: Type.Integer({ minimum: -1, default: -1 }),
+        publish_timeout: Duration("5s", "How long POST /run waits for JetStream's ack."),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    log: Type.Object(
+      {
+        level: Type.Union(
+          ["trace", "debug", "info", "warn", "error", "fatal", "silent"].map((l) => Type.Literal(l)),
+          { default: "info" },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    clients: Type.Array(ClientConfig, { default: [] }),
+    routes: Type.Array(RouteConfig, { default: [] }),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;
+export type ClientConfig = Static<typeof ClientConfig>;
+export type RouteConfig = Static<typeof RouteConfig>;
+export type JwtConfig = Static<typeof JwtConfig>;

@@ -1,0 +1,4 @@
+export * from "./events.ts";
+export * from "./evolve.ts";
+export * from "./fingerprint.ts";
+export * from "./job.ts";

@@ -1,0 +1,46 @@
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+import { readLastEvent } from "../bus/read.ts";
+import { jobViewKey } from "../bus/subjects.ts";
+import { evolve, type JobState, type JobView } from "../domain/index.ts";
+
+export interface JobReader {
+  /** The client's job, or null when the client has no such job. */
+  get(clientId: string, jobId: string): Promise<JobView | null>;
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * Reads the job view from KV, falling back to the event stream when the projector has not written
+ * it yet. The fallback folds the job's last event of each kind through the same evolve: status
+ * events on a job subject are appended with optimistic concurrency, so the last one is legal.
+ */
+export function createJobReader(deps: { readonly kv: KV; readonly jsm: JetStreamManager }): JobReader {
+  const fromStream = async (clientId: string, jobId: string): Promise<JobView | null> => {
+    const run = await readLastEvent(deps.jsm, clientId, jobId, "run");
+    if (!run) return null;
+    const [job, cb] = await Promise.all([
+      readLastEvent(deps.jsm, clientId, jobId, "job"),
+      readLastEvent(deps.jsm, clientId, jobId, "cb"),
+    ]);
+    let state: JobState = evolve(null, run.event);
+    let seq = run.seq;
+    for (const stored of [job, cb]) {
+      if (!stored) continue;
+      state = evolve(state, stored.event);
+      seq = Math.max(seq, stored.seq);
+    }
+    return state ? { ...state, seq } : null;
+  };
+
+  return {
+    async get(clientId, jobId) {
+      const entry = await deps.kv.get(jobViewKey(clientId, jobId));
+      if (entry && entry.operation === "PUT" && entry.length > 0) {
+        return JSON.parse(decoder.decode(entry.value)) as JobView;
+      }
+      return fromStream(clientId, jobId);
+    },
+  };
+}
