@@ -11,7 +11,11 @@ import { systemClock } from "../../shared/clock/index.ts";
 import { type Config, ConfigError, loadConfigFile } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
 import { createLogger, type Logger } from "../../shared/log/index.ts";
-import { type ManagedNatsServer, NatsServerNotFoundError, startNatsServer } from "../../shared/nats/index.ts";
+import {
+  type ManagedNatsServer,
+  NatsServerNotFoundError,
+  startNatsServer,
+} from "../../shared/nats/index.ts";
 import { hashToken } from "../ingress/index.ts";
 import { rebuildProjection } from "../projector/rebuild.ts";
 import { demoConfig } from "../runtime/demo.ts";
@@ -35,7 +39,9 @@ async function loadConfig(required: boolean): Promise<Config | undefined> {
   const path = resolve(env.SWITCHYARD_CONFIG ?? "switchyard.yaml");
   if (!existsSync(path)) {
     if (required || env.SWITCHYARD_CONFIG) {
-      throw new ConfigError(path, [{ key: "(file)", message: "config file not found (set SWITCHYARD_CONFIG)" }]);
+      throw new ConfigError(path, [
+        { key: "(file)", message: "config file not found (set SWITCHYARD_CONFIG)" },
+      ]);
     }
     return undefined;
   }
@@ -94,7 +100,12 @@ async function up(): Promise<void> {
   const logger = createLogger({ level: logLevel(config), service: "switchyard" });
   let running: RunningHub;
   try {
-    running = await startServices(SERVICE_NAMES, { config, logger, clock: systemClock, ids: randomIds });
+    running = await startServices(SERVICE_NAMES, {
+      config,
+      logger,
+      clock: systemClock,
+      ids: randomIds,
+    });
   } catch (err) {
     await nats?.stop();
     throw err;

@@ -1,4 +1,9 @@
-import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import type {
+  ConsumerMessages,
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
+} from "@nats-io/jetstream";
 import {
   appendEvent,
   decodeEvent,
@@ -40,7 +45,10 @@ export interface Executor {
   inFlight(): number;
 }
 
-type Outcome = Extract<JobEvent, { type: "job.done" | "job.error" | "job.rejected" | "job.running" }>;
+type Outcome = Extract<
+  JobEvent,
+  { type: "job.done" | "job.error" | "job.rejected" | "job.running" }
+>;
 
 /**
  * Consumes run.requested and drives each job to a final status. Every status event is appended
@@ -112,7 +120,11 @@ export function createExecutor(deps: ExecutorDeps): Executor {
     }
     const run = decoded;
     const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
-    const log = logger.child({ job_id: run.job_id, client_id: run.client_id, request_id: run.data.request_id });
+    const log = logger.child({
+      job_id: run.job_id,
+      client_id: run.client_id,
+      request_id: run.data.request_id,
+    });
     // A redelivery may find the job already finished (or in flight elsewhere): read first then.
     let seq = 0;
     if (msg.info.redelivered) {
@@ -125,7 +137,7 @@ export function createExecutor(deps: ExecutorDeps): Executor {
     }
     const route = deps.routes.route(run.data.route);
     let outcome: Outcome;
-    if (!route || !route.enabled) {
+    if (!route?.enabled) {
       outcome = event(run, "job.rejected", {
         code: route ? "route_disabled" : "route_unknown",
         message: route ? "The route is disabled." : "The route is not configured.",
@@ -163,14 +175,20 @@ export function createExecutor(deps: ExecutorDeps): Executor {
         ackWaitMs: 30_000,
         maxAckPending: Math.max(deps.concurrency * 4, 256),
       });
-      const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, TOPOLOGY.consumers.executor);
+      const consumer = await deps.js.consumers.get(
+        TOPOLOGY.eventsStream,
+        TOPOLOGY.consumers.executor,
+      );
       messages = await consumer.consume({ max_messages: deps.concurrency });
       void (async () => {
         for await (const msg of messages as ConsumerMessages) {
           while (running.size >= deps.concurrency) await Promise.race(running);
           const task = handle(msg)
             .catch((err: unknown) => {
-              logger.error({ seq: msg.seq, err: (err as Error).message }, "job handling failed; will retry");
+              logger.error(
+                { seq: msg.seq, err: (err as Error).message },
+                "job handling failed; will retry",
+              );
               msg.nak(1_000);
             })
             .finally(() => running.delete(task));

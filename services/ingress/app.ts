@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { classifyNatsError } from "../../shared/bus/index.ts";
 import type { ClientConfig, RouteTable } from "../../shared/config/index.ts";
 import { routeAllowed } from "../../shared/config/index.ts";
-import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import { toJobResource } from "../../shared/domain/index.ts";
 import {
   InvalidRequestError,
   JobNotFoundError,
@@ -17,9 +17,9 @@ import {
   UnsupportedMediaTypeError,
   UriTooLongError,
 } from "../../shared/errors/index.ts";
+import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { toJobResource } from "../../shared/domain/index.ts";
 import { traceIdOf, traceparentFrom } from "../../shared/trace/index.ts";
 import type { Authenticator } from "./auth.ts";
 import type { RateLimiter } from "./rate-limit.ts";
@@ -103,7 +103,8 @@ export function createIngressApp(deps: IngressDeps) {
   const requireNats = () => {
     if (!deps.natsConnected()) {
       throw new UnavailableError({
-        detail: "The event store is not reachable; nothing was persisted. Retry with the same request_id.",
+        detail:
+          "The event store is not reachable; nothing was persisted. Retry with the same request_id.",
         headers: { "retry-after": "2" },
       });
     }
@@ -113,7 +114,9 @@ export function createIngressApp(deps: IngressDeps) {
     .onRequest(({ request }) => {
       if (request.url.length > deps.limits.maxUrlLength) {
         return problemResponse(
-          new UriTooLongError({ detail: `URLs are limited to ${deps.limits.maxUrlLength} characters.` }),
+          new UriTooLongError({
+            detail: `URLs are limited to ${deps.limits.maxUrlLength} characters.`,
+          }),
         );
       }
     })
@@ -147,7 +150,9 @@ export function createIngressApp(deps: IngressDeps) {
         if (inputBytes > route.max_input_bytes) {
           throw new InvalidRequestError({
             detail: `input is ${inputBytes} bytes; route allows at most ${route.max_input_bytes}.`,
-            errors: [{ pointer: "/input", message: `must be at most ${route.max_input_bytes} bytes` }],
+            errors: [
+              { pointer: "/input", message: `must be at most ${route.max_input_bytes} bytes` },
+            ],
           });
         }
         requireNats();

@@ -41,7 +41,9 @@ interface JwtEntry {
  * with timingSafeEqual against every entry, with no early exit, so timing says nothing about which
  * bytes matched.
  */
-export async function createAuthenticator(clients: readonly ClientConfig[]): Promise<Authenticator> {
+export async function createAuthenticator(
+  clients: readonly ClientConfig[],
+): Promise<Authenticator> {
   const hashes: HashEntry[] = clients.flatMap((client) =>
     client.token_sha256.map((hex) => ({ hash: Buffer.from(hex, "hex"), client })),
   );

@@ -49,7 +49,10 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     }),
     reader,
     rateLimiter: createRateLimiter(clock),
-    limits: { maxBodyBytes: config.server.max_body_bytes, maxUrlLength: config.server.max_url_length },
+    limits: {
+      maxBodyBytes: config.server.max_body_bytes,
+      maxUrlLength: config.server.max_url_length,
+    },
     logger,
     natsConnected: hub.connected,
     ready: async () => !draining && (await hub.topologyReady()),

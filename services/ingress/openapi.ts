@@ -24,7 +24,11 @@ export const JobResourceSchema = Type.Object(
     callback: Type.Optional(
       Type.Object(
         {
-          status: Type.Union([Type.Literal("pending"), Type.Literal("delivered"), Type.Literal("failed")]),
+          status: Type.Union([
+            Type.Literal("pending"),
+            Type.Literal("delivered"),
+            Type.Literal("failed"),
+          ]),
           attempts: Type.Integer({ minimum: 0 }),
           last_attempt_at: Type.Optional(Type.String({ format: "date-time" })),
           next_attempt_at: Type.Optional(Type.String({ format: "date-time" })),
@@ -47,7 +51,10 @@ const ProblemSchema = Type.Object(
     errors: Type.Optional(
       Type.Array(
         Type.Object(
-          { pointer: Type.String({ description: "RFC 6901 JSON pointer into the body." }), message: Type.String() },
+          {
+            pointer: Type.String({ description: "RFC 6901 JSON pointer into the body." }),
+            message: Type.String(),
+          },
           { additionalProperties: false },
         ),
       ),
@@ -61,7 +68,9 @@ const problem = (description: string, headers?: Record<string, unknown>) => ({
   ...(headers ? { headers } : {}),
   content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
 });
-const retryAfter = { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait." } };
+const retryAfter = {
+  "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait." },
+};
 const job = (description: string) => ({
   description,
   headers: { Location: { schema: { type: "string" } } },
@@ -90,19 +99,28 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           ],
           requestBody: {
             required: true,
-            content: { "application/json": { schema: { $ref: "#/components/schemas/RunRequest" } } },
+            content: {
+              "application/json": { schema: { $ref: "#/components/schemas/RunRequest" } },
+            },
           },
           responses: {
             "202": job("A new job was created."),
             "200": job("The same request_id with the same body was seen before: the existing job."),
-            "400": problem("Invalid body: unknown field, wrong type, malformed JSON, refused callback_url."),
+            "400": problem(
+              "Invalid body: unknown field, wrong type, malformed JSON, refused callback_url.",
+            ),
             "401": problem("Missing or invalid bearer token."),
-            "403": problem("The route is unknown or not allowed for this client (one answer for both)."),
+            "403": problem(
+              "The route is unknown or not allowed for this client (one answer for both).",
+            ),
             "409": problem("The request_id was used before with a different body."),
             "413": problem("The body is larger than the limit."),
             "415": problem("Content-Type is not application/json."),
             "429": problem("Client rate limit reached.", retryAfter),
-            "503": problem("The event store is unreachable or full; nothing was persisted.", retryAfter),
+            "503": problem(
+              "The event store is unreachable or full; nothing was persisted.",
+              retryAfter,
+            ),
           },
         },
       },

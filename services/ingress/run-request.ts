@@ -54,12 +54,12 @@ function escapePointer(key: string): string {
 }
 
 function messageFor(error: { message: string; path: string }): string {
-  if (error.message.startsWith("Expected required property")) return "is required";
-  if (error.message.startsWith("Expected string")) return "must be a string";
-  if (error.message.startsWith("Expected object")) return "must be an object";
   if (error.path === "/callback_url" && error.message.includes("format")) {
     return "must be an absolute http or https URL";
   }
+  if (error.message.startsWith("Expected required property")) return "is required";
+  if (error.message.startsWith("Expected string")) return "must be a string";
+  if (error.message.startsWith("Expected object")) return "must be an object";
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
 }
 
@@ -77,7 +77,10 @@ export function validateRunRequest(value: unknown): RunRequest {
   const errors: FieldError[] = [];
   for (const key of Object.keys(value)) {
     if (!KNOWN_FIELDS.has(key)) {
-      errors.push({ pointer: `/${escapePointer(key)}`, message: MISPLACED[key] ?? `unknown field '${key}'` });
+      errors.push({
+        pointer: `/${escapePointer(key)}`,
+        message: MISPLACED[key] ?? `unknown field '${key}'`,
+      });
     }
   }
   const seen = new Set(errors.map((e) => e.pointer));

@@ -1,4 +1,9 @@
-import type { ConsumerMessages, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import type {
+  ConsumerMessages,
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
+} from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import {
   decodeEvent,
@@ -72,7 +77,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
     const hit = cache.get(key);
     if (hit) return hit;
     const entry = await deps.kv.get(key);
-    if (!entry || entry.operation !== "PUT" || entry.length === 0) {
+    if (entry?.operation !== "PUT" || entry.length === 0) {
       return { view: null, revision: entry?.revision ?? 0 };
     }
     return { view: JSON.parse(decoder.decode(entry.value)) as JobView, revision: entry.revision };
@@ -90,7 +95,10 @@ export function createProjector(deps: ProjectorDeps): Projector {
         event = decodeEvent(msg.data);
       } catch (err) {
         if (!(err instanceof PoisonMessageError)) throw err;
-        logger.error({ seq: msg.seq, subject: msg.subject, reason: err.message }, "poison event terminated");
+        logger.error(
+          { seq: msg.seq, subject: msg.subject, reason: err.message },
+          "poison event terminated",
+        );
         msg.term(err.message);
         continue;
       }

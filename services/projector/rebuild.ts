@@ -1,4 +1,4 @@
-import { type JetStreamClient, type JetStreamManager, JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
@@ -18,7 +18,9 @@ export interface RebuildDeps {
  * replays the stream through the projector until nothing is pending, and leaves the durable at the
  * head for the projector service. Stop projector services while it runs.
  */
-export async function rebuildProjection(deps: RebuildDeps): Promise<{ events: number; jobs: number }> {
+export async function rebuildProjection(
+  deps: RebuildDeps,
+): Promise<{ events: number; jobs: number }> {
   const durable = TOPOLOGY.consumers.projector;
   try {
     await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, durable);

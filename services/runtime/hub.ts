@@ -1,4 +1,9 @@
-import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import {
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+} from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ensureTopology, TOPOLOGY } from "../../shared/bus/index.ts";
@@ -24,7 +29,11 @@ export interface HubConnection {
  * Connects to NATS (reconnecting forever), creates or updates the stream and buckets, and watches
  * the connection status so HTTP handlers can refuse at once while NATS is away.
  */
-export async function connectHub(config: Config, logger: Logger, name: string): Promise<HubConnection> {
+export async function connectHub(
+  config: Config,
+  logger: Logger,
+  name: string,
+): Promise<HubConnection> {
   const nc = await connect({
     servers: config.nats.url.split(","),
     name: `switchyard-${name}`,
@@ -52,7 +61,10 @@ export async function connectHub(config: Config, logger: Logger, name: string): 
     duplicateWindowMs: parseDuration(config.nats.duplicate_window),
     eventsMaxBytes: config.nats.events_max_bytes,
   });
-  logger.info({ server: nc.info?.version, replicas: config.nats.replicas }, "nats connected, topology ready");
+  logger.info(
+    { server: nc.info?.version, replicas: config.nats.replicas },
+    "nats connected, topology ready",
+  );
   return {
     nc,
     js,

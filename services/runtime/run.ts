@@ -34,7 +34,10 @@ interface Stoppable {
  * Starts the named services in this process over one NATS connection. `switchyard up` starts all
  * four; Kubernetes runs one per pod with `switchyard serve <name>`.
  */
-export async function startServices(services: readonly ServiceName[], deps: RunDeps): Promise<RunningHub> {
+export async function startServices(
+  services: readonly ServiceName[],
+  deps: RunDeps,
+): Promise<RunningHub> {
   const { config, logger } = deps;
   const hub = await connectHub(config, logger, services.join("+"));
   const stoppables: Stoppable[] = [];
@@ -83,7 +86,9 @@ export async function startServices(services: readonly ServiceName[], deps: RunD
     async stop() {
       draining = true;
       for (const s of stoppables) {
-        await s.stop().catch((err: unknown) => logger.error({ service: s.name, err }, "stop failed"));
+        await s
+          .stop()
+          .catch((err: unknown) => logger.error({ service: s.name, err }, "stop failed"));
       }
       await hub.drain();
     },

@@ -1,5 +1,5 @@
+import { JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import { type JetStreamClient, JetStreamApiError } from "@nats-io/jetstream";
 import { type JobEvent, streamKindOf } from "../domain/index.ts";
 import { EVENT_TYPE_HEADER, encodeEvent, TRACEPARENT_HEADER } from "./codec.ts";
 import { jobSubject } from "./subjects.ts";

@@ -1,6 +1,6 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import "../schema/formats.ts";
-import { JobEvent as JobEventSchema, type JobEvent } from "../domain/index.ts";
+import { type JobEvent, JobEvent as JobEventSchema } from "../domain/index.ts";
 
 const checker = TypeCompiler.Compile(JobEventSchema);
 const encoder = new TextEncoder();
@@ -30,7 +30,9 @@ export function decodeEvent(bytes: Uint8Array): JobEvent {
   }
   if (!checker.Check(value)) {
     const first = checker.Errors(value).First();
-    throw new PoisonMessageError(`event fails its schema at ${first?.path ?? "/"}: ${first?.message}`);
+    throw new PoisonMessageError(
+      `event fails its schema at ${first?.path ?? "/"}: ${first?.message}`,
+    );
   }
   return value as JobEvent;
 }

@@ -2,8 +2,8 @@ import {
   AckPolicy,
   type ConsumerConfig,
   DeliverPolicy,
-  type JetStreamManager,
   JetStreamApiError,
+  type JetStreamManager,
 } from "@nats-io/jetstream";
 import { TOPOLOGY } from "./topology.ts";
 
@@ -26,7 +26,9 @@ export async function ensureDurable(jsm: JetStreamManager, options: DurableOptio
     ack_wait: options.ackWaitMs * 1_000_000,
     max_ack_pending: options.maxAckPending,
     ...(options.maxDeliver === undefined ? {} : { max_deliver: options.maxDeliver }),
-    ...(options.backoffMs === undefined ? {} : { backoff: options.backoffMs.map((ms) => ms * 1_000_000) }),
+    ...(options.backoffMs === undefined
+      ? {}
+      : { backoff: options.backoffMs.map((ms) => ms * 1_000_000) }),
   };
   try {
     await jsm.consumers.info(TOPOLOGY.eventsStream, options.name);
@@ -42,7 +44,9 @@ export async function ensureDurable(jsm: JetStreamManager, options: DurableOptio
       await jsm.consumers.add(TOPOLOGY.eventsStream, config);
     } catch (addErr) {
       // Another replica created it first (10148: consumer already exists / 10013: name in use).
-      if (!(addErr instanceof JetStreamApiError && (addErr.code === 10148 || addErr.code === 10013))) {
+      if (
+        !(addErr instanceof JetStreamApiError && (addErr.code === 10148 || addErr.code === 10013))
+      ) {
         throw addErr;
       }
     }

@@ -25,7 +25,8 @@ export function classifyNatsError(err: unknown, retryAfterSec = 2): SwitchyardEr
       (err.code === 10077 && /maximum (bytes|messages)|insufficient|no space/.test(text))
     ) {
       return new StorageFullError({
-        detail: "The event store is full; the run was not accepted. Retry later with the same request_id.",
+        detail:
+          "The event store is full; the run was not accepted. Retry later with the same request_id.",
         headers,
         cause: err,
       });
@@ -47,7 +48,8 @@ export function classifyNatsError(err: unknown, retryAfterSec = 2): SwitchyardEr
     err instanceof RequestError
   ) {
     return new UnavailableError({
-      detail: "The event store is not reachable; nothing was persisted. Retry with the same request_id.",
+      detail:
+        "The event store is not reachable; nothing was persisted. Retry with the same request_id.",
       headers,
       cause: err,
     });

@@ -1,12 +1,12 @@
 import {
   DiscardPolicy,
-  type JetStreamManager,
   JetStreamApiError,
+  type JetStreamManager,
   RetentionPolicy,
   StorageType,
   type StreamConfig,
 } from "@nats-io/jetstream";
-import { Kvm, type KV } from "@nats-io/kv";
+import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT } from "./subjects.ts";
 
@@ -29,7 +29,9 @@ export interface TopologyOptions {
 const nanos = (ms: number) => ms * 1_000_000;
 
 /** The events stream's config: file storage, deny delete and purge, discard new when full. */
-export function eventsStreamConfig(options: TopologyOptions): Partial<StreamConfig> & { name: string } {
+export function eventsStreamConfig(
+  options: TopologyOptions,
+): Partial<StreamConfig> & { name: string } {
   return {
     name: TOPOLOGY.eventsStream,
     subjects: [`${EVENT_SUBJECT_ROOT}.>`, `${AUDIT_SUBJECT_ROOT}.>`],

@@ -6,7 +6,9 @@ export interface Clock {
 export const systemClock: Clock = { now: () => new Date() };
 
 /** A clock tests can set and move. */
-export function manualClock(start: Date | string | number): Clock & { advance(ms: number): void; set(t: Date | string | number): void } {
+export function manualClock(
+  start: Date | string | number,
+): Clock & { advance(ms: number): void; set(t: Date | string | number): void } {
   let t = new Date(start).getTime();
   return {
     now: () => new Date(t),

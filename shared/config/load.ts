@@ -30,7 +30,10 @@ export function pointerToKey(pointer: string): string {
     .split("/")
     .slice(1)
     .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
-    .reduce((key, part) => (/^\d+$/.test(part) ? `${key}[${part}]` : key ? `${key}.${part}` : part), "");
+    .reduce(
+      (key, part) => (/^\d+$/.test(part) ? `${key}[${part}]` : key ? `${key}.${part}` : part),
+      "",
+    );
 }
 
 /**
@@ -47,13 +50,17 @@ function substituteEnv(
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
       const found = env[name];
       if (found === undefined) {
-        issues.push({ key: pointerToKey(pointer), message: `environment variable ${name} is not set` });
+        issues.push({
+          key: pointerToKey(pointer),
+          message: `environment variable ${name} is not set`,
+        });
         return "";
       }
       return found;
     });
   }
-  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, env, `${pointer}/${i}`, issues));
+  if (Array.isArray(value))
+    return value.map((v, i) => substituteEnv(v, env, `${pointer}/${i}`, issues));
   if (value !== null && typeof value === "object") {
     return Object.fromEntries(
       Object.entries(value).map(([k, v]) => [k, substituteEnv(v, env, `${pointer}/${k}`, issues)]),
@@ -75,21 +82,30 @@ function crossCheck(config: Config): ConfigIssue[] {
   config.clients.forEach((client, i) => {
     const earlier = seenClients.get(client.id);
     if (earlier !== undefined) {
-      issues.push({ key: `clients[${i}].id`, message: `duplicate client id (also clients[${earlier}])` });
+      issues.push({
+        key: `clients[${i}].id`,
+        message: `duplicate client id (also clients[${earlier}])`,
+      });
     }
     seenClients.set(client.id, i);
     if (client.token_sha256.length === 0 && client.jwt === undefined) {
       issues.push({ key: `clients[${i}]`, message: "needs token_sha256 or jwt to authenticate" });
     }
     if (client.jwt && !client.jwt.jwks_url === !client.jwt.public_key_pem) {
-      issues.push({ key: `clients[${i}].jwt`, message: "set exactly one of jwks_url or public_key_pem" });
+      issues.push({
+        key: `clients[${i}].jwt`,
+        message: "set exactly one of jwks_url or public_key_pem",
+      });
     }
   });
   const seenRoutes = new Map<string, number>();
   config.routes.forEach((route, i) => {
     const earlier = seenRoutes.get(route.key);
     if (earlier !== undefined) {
-      issues.push({ key: `routes[${i}].key`, message: `duplicate route key (also routes[${earlier}])` });
+      issues.push({
+        key: `routes[${i}].key`,
+        message: `duplicate route key (also routes[${earlier}])`,
+      });
     }
     seenRoutes.set(route.key, i);
   });
@@ -109,7 +125,9 @@ export function parseConfig(
   try {
     raw = parseYaml(text) ?? {};
   } catch (err) {
-    throw new ConfigError(source, [{ key: "(file)", message: `not valid YAML: ${(err as Error).message}` }]);
+    throw new ConfigError(source, [
+      { key: "(file)", message: `not valid YAML: ${(err as Error).message}` },
+    ]);
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new ConfigError(source, [{ key: "(root)", message: "must be a mapping" }]);
@@ -142,7 +160,9 @@ export async function loadConfigFile(
   try {
     text = await readFile(path, "utf8");
   } catch (err) {
-    throw new ConfigError(path, [{ key: "(file)", message: `cannot read: ${(err as Error).message}` }]);
+    throw new ConfigError(path, [
+      { key: "(file)", message: `cannot read: ${(err as Error).message}` },
+    ]);
   }
   return parseConfig(text, env, path);
 }

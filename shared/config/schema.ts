@@ -103,7 +103,9 @@ export const ConfigSchema = Type.Object(
     log: Type.Object(
       {
         level: Type.Union(
-          ["trace", "debug", "info", "warn", "error", "fatal", "silent"].map((l) => Type.Literal(l)),
+          ["trace", "debug", "info", "warn", "error", "fatal", "silent"].map((l) =>
+            Type.Literal(l),
+          ),
           { default: "info" },
         ),
       },

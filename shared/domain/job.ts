@@ -1,7 +1,14 @@
 import type { JobErrorInfo } from "./events.ts";
 
 /** The spec's job statuses (section 3). */
-export const JOB_STATUSES = ["queued", "dispatched", "running", "done", "error", "rejected"] as const;
+export const JOB_STATUSES = [
+  "queued",
+  "dispatched",
+  "running",
+  "done",
+  "error",
+  "rejected",
+] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 export const FINAL_STATUSES: ReadonlySet<JobStatus> = new Set(["done", "error", "rejected"]);

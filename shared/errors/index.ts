@@ -54,13 +54,21 @@ export class RouteForbiddenError extends define(
 ) {}
 export class JobNotFoundError extends define("job_not_found", 404, "Job not found") {}
 export class NotFoundError extends define("not_found", 404, "Not found") {}
-export class MethodNotAllowedError extends define("method_not_allowed", 405, "Method not allowed") {}
+export class MethodNotAllowedError extends define(
+  "method_not_allowed",
+  405,
+  "Method not allowed",
+) {}
 export class RequestConflictError extends define(
   "request_id_conflict",
   409,
   "request_id already used with a different body",
 ) {}
-export class PayloadTooLargeError extends define("payload_too_large", 413, "Request body too large") {}
+export class PayloadTooLargeError extends define(
+  "payload_too_large",
+  413,
+  "Request body too large",
+) {}
 export class UriTooLongError extends define("uri_too_long", 414, "URI too long") {}
 export class UnsupportedMediaTypeError extends define(
   "unsupported_media_type",
@@ -74,7 +82,11 @@ export class HeadersTooLargeError extends define(
   "Request header fields too large",
 ) {}
 export class InternalError extends define("internal_error", 500, "Internal error") {}
-export class UnavailableError extends define("unavailable", 503, "Service temporarily unavailable") {}
+export class UnavailableError extends define(
+  "unavailable",
+  503,
+  "Service temporarily unavailable",
+) {}
 export class StorageFullError extends define("storage_full", 503, "Event storage is full") {}
 
 /** RFC 9457 problem details as Switchyard sends them. */
@@ -97,7 +109,8 @@ export function problemType(code: string): string {
 
 /** Converts any thrown value to a problem; unknown errors become a 500 without internals. */
 export function toProblem(err: unknown, instance?: string): Problem {
-  const known = err instanceof SwitchyardError ? err : new InternalError({ detail: "Internal error" });
+  const known =
+    err instanceof SwitchyardError ? err : new InternalError({ detail: "Internal error" });
   return {
     type: problemType(known.code),
     title: known.title,

@@ -16,7 +16,10 @@ const decoder = new TextDecoder();
  * it yet. The fallback folds the job's last event of each kind through the same evolve: status
  * events on a job subject are appended with optimistic concurrency, so the last one is legal.
  */
-export function createJobReader(deps: { readonly kv: KV; readonly jsm: JetStreamManager }): JobReader {
+export function createJobReader(deps: {
+  readonly kv: KV;
+  readonly jsm: JetStreamManager;
+}): JobReader {
   const fromStream = async (clientId: string, jobId: string): Promise<JobView | null> => {
     const run = await readLastEvent(deps.jsm, clientId, jobId, "run");
     if (!run) return null;

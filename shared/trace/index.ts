@@ -5,7 +5,8 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 /** A W3C traceparent from the caller when it is well-formed, else a new one. */
 export function traceparentFrom(header: string | null | undefined): string {
   const match = header ? TRACEPARENT.exec(header.trim()) : null;
-  if (match && !/^0+$/.test(match[1] ?? "") && !/^0+$/.test(match[2] ?? "")) return header?.trim() ?? "";
+  if (match && !/^0+$/.test(match[1] ?? "") && !/^0+$/.test(match[2] ?? ""))
+    return header?.trim() ?? "";
   return `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`;
 }
 

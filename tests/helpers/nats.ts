@@ -2,8 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { waitFor } from "./wait.ts";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
+import { waitFor } from "./wait.ts";
 
 export interface TestNats extends AsyncDisposable {
   readonly url: string;

@@ -1,0 +1,155 @@
+import { Writable } from "node:stream";
+import { hashToken } from "../../services/ingress/index.ts";
+import {
+  type RunningHub,
+  SERVICE_NAMES,
+  type ServiceName,
+  startServices,
+} from "../../services/runtime/run.ts";
+import { type Clock, manualClock, systemClock } from "../../shared/clock/index.ts";
+import { type Config, parseConfig } from "../../shared/config/index.ts";
+import { randomIds } from "../../shared/ids/index.ts";
+import { createLogger } from "../../shared/log/index.ts";
+import { startNats, type TestNats } from "./nats.ts";
+
+export { manualClock };
+
+export interface TestClient {
+  readonly id: string;
+  readonly token: string;
+  readonly routes?: readonly string[];
+  readonly runsPerMinute?: number;
+}
+
+export interface HubOptions {
+  readonly clients?: readonly TestClient[];
+  /** Extra top-level YAML (routes replace the default routes). */
+  readonly yaml?: string;
+  /** Keys merged into the `nats` section, e.g. { duplicate_window: "1s" }. */
+  readonly natsOptions?: Record<string, unknown>;
+  readonly services?: readonly ServiceName[];
+  readonly nats?: TestNats;
+  readonly clock?: Clock;
+}
+
+export interface TestHub extends AsyncDisposable {
+  readonly baseUrl: string;
+  readonly nats: TestNats;
+  readonly config: Config;
+  readonly running: RunningHub;
+  /** Every log line written so far. */
+  logs(): string;
+  /** fetch against the hub with a client's bearer token. */
+  request(path: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
+  /** POST /run as JSON. */
+  run(body: unknown, token: string, headers?: Record<string, string>): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_CLIENTS: readonly TestClient[] = [
+  { id: "acme", token: "acme-token-0123456789abcdef", routes: ["demo.*", "billing.invoice"] },
+  { id: "globex", token: "globex-token-0123456789abcdef", routes: ["demo.*"] },
+];
+
+const DEFAULT_ROUTES = `
+routes:
+  - key: demo.echo
+    executor: { kind: builtin, name: echo }
+  - key: demo.sleep
+    executor: { kind: builtin, name: sleep, sleep_ms: 200 }
+  - key: demo.small
+    max_input_bytes: 16
+    executor: { kind: builtin, name: echo }
+  - key: demo.off
+    enabled: false
+    executor: { kind: builtin, name: echo }
+  - key: billing.invoice
+    executor: { kind: builtin, name: echo }
+  - key: billing.secret
+    executor: { kind: builtin, name: echo }
+`;
+
+/** Builds the YAML config of a test hub. */
+export function hubYaml(
+  natsUrl: string,
+  clients: readonly TestClient[],
+  extra = "",
+  natsOptions: Record<string, unknown> = {},
+): string {
+  const clientYaml = clients
+    .map(
+      (c) => `
+  - id: ${c.id}
+    token_sha256: ["${hashToken(c.token)}"]
+    routes: ${JSON.stringify(c.routes ?? ["demo.*"])}
+    runs_per_minute: ${c.runsPerMinute ?? 100000}`,
+    )
+    .join("");
+  const hasRoutes = /^routes:/m.test(extra);
+  return `
+server: { host: 127.0.0.1, port: 0 }
+nats: ${JSON.stringify({ url: natsUrl, duplicate_window: "2m", ...natsOptions })}
+log: { level: info }
+clients:${clientYaml}
+${hasRoutes ? "" : DEFAULT_ROUTES}
+${extra}`;
+}
+
+/**
+ * Starts a hub in this process (all services by default) against a private nats-server, with a log
+ * capture. Use with `await using`.
+ */
+export async function startHub(options: HubOptions = {}): Promise<TestHub> {
+  const nats = options.nats ?? (await startNats());
+  const clients = options.clients ?? DEFAULT_CLIENTS;
+  const config = parseConfig(
+    hubYaml(nats.url, clients, options.yaml, options.natsOptions),
+    {},
+    "test config",
+  );
+  let captured = "";
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      captured += chunk.toString();
+      done();
+    },
+  });
+  const logger = createLogger({ level: "info", service: "test", destination });
+  const running = await startServices(options.services ?? SERVICE_NAMES, {
+    config,
+    logger,
+    clock: options.clock ?? systemClock,
+    ids: randomIds,
+  });
+  const baseUrl = running.ingress?.url ?? "";
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await running.stop();
+    if (!options.nats) await nats.stop();
+  };
+  const request = (path: string, init: RequestInit & { token?: string | null } = {}) => {
+    const { token, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (token) headers.set("authorization", `Bearer ${token}`);
+    return fetch(`${baseUrl}${path}`, { ...rest, headers });
+  };
+  return {
+    baseUrl,
+    nats,
+    config,
+    running,
+    logs: () => captured,
+    request,
+    run: (body, token, headers = {}) =>
+      request("/run", {
+        method: "POST",
+        token,
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      }),
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}

@@ -1,0 +1,104 @@
+import { describe, expect, test } from "bun:test";
+import {
+  ConfigError,
+  parseConfig,
+  parseDuration,
+  routeAllowed,
+} from "../../shared/config/index.ts";
+
+const HASH = "a".repeat(64);
+/** A quoted `${NAME}` reference as it appears in a config file. */
+const ENV_REF = (name: string) => `"$\{${name}}"`;
+const minimal = `
+clients:
+  - id: acme
+    token_sha256: ["${HASH}"]
+    routes: ["demo.*"]
+routes:
+  - key: demo.echo
+    executor: { kind: builtin, name: echo }
+`;
+
+function issuesOf(text: string, env: Record<string, string> = {}): string[] {
+  try {
+    parseConfig(text, env, "test.yaml");
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).issues.map((i) => `${i.key}: ${i.message}`);
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config loader", () => {
+  test("applies defaults", () => {
+    const config = parseConfig(minimal, {});
+    expect(config.server.port).toBe(8080);
+    expect(config.nats.replicas).toBe(1);
+    expect(config.nats.events_max_age).toBe("30d");
+    expect(config.routes[0]?.enabled).toBe(true);
+    expect(config.routes[0]?.max_input_bytes).toBe(65536);
+    expect(config.clients[0]?.runs_per_minute).toBe(600);
+  });
+
+  test("substitutes environment references", () => {
+    const text = minimal.replace(`"${HASH}"`, ENV_REF("ACME_HASH"));
+    const config = parseConfig(text, { ACME_HASH: "b".repeat(64) });
+    expect(config.clients[0]?.token_sha256).toEqual(["b".repeat(64)]);
+  });
+
+  test("a missing environment variable names the key that used it", () => {
+    const text = minimal.replace(`"${HASH}"`, ENV_REF("NOPE"));
+    expect(issuesOf(text)).toEqual([
+      "clients[0].token_sha256[0]: environment variable NOPE is not set",
+    ]);
+  });
+
+  test("a bad value names its key and the rule", () => {
+    const issues = issuesOf(minimal.replace(`"${HASH}"`, '"not-a-hash"'));
+    expect(issues).toEqual(["clients[0].token_sha256[0]: must match ^[0-9a-f]{64}$"]);
+  });
+
+  test("an unknown key is named", () => {
+    const issues = issuesOf(`${minimal}\nbogus: 1\n`);
+    expect(issues.some((i) => i.startsWith("bogus"))).toBe(true);
+  });
+
+  test("wrong types and enum values are named", () => {
+    expect(issuesOf(`${minimal}\nserver: { port: "eighty" }\n`)[0]).toStartWith("server.port:");
+    expect(issuesOf(minimal.replace("name: echo", "name: nope"))[0]).toStartWith(
+      "routes[0].executor",
+    );
+    expect(issuesOf(`${minimal}\nnats: { events_max_age: 30 days }\n`)[0]).toStartWith(
+      "nats.events_max_age:",
+    );
+  });
+
+  test("duplicate ids, and clients without credentials, are refused", () => {
+    const second = `  - id: acme\n    token_sha256: ["${HASH}"]\n    routes: ["*"]\nroutes:\n  - key`;
+    const dup = minimal.replace("routes:\n  - key", second);
+    expect(issuesOf(dup)).toContain("clients[1].id: duplicate client id (also clients[0])");
+    const none = minimal.replace(`token_sha256: ["${HASH}"]`, "token_sha256: []");
+    expect(issuesOf(none)).toEqual(["clients[0]: needs token_sha256 or jwt to authenticate"]);
+  });
+
+  test("invalid YAML is reported as such", () => {
+    expect(issuesOf("clients: [")[0]).toStartWith("(file): not valid YAML");
+  });
+
+  test("durations", () => {
+    expect(parseDuration("500ms")).toBe(500);
+    expect(parseDuration("2m")).toBe(120_000);
+    expect(parseDuration("30d")).toBe(2_592_000_000);
+    expect(() => parseDuration("2 minutes")).toThrow();
+  });
+
+  test("route rules: exact keys, prefix.*, and *", () => {
+    expect(routeAllowed(["demo.*"], "demo.echo")).toBe(true);
+    expect(routeAllowed(["demo.*"], "demo")).toBe(false);
+    expect(routeAllowed(["demo.*"], "demonic.echo")).toBe(false);
+    expect(routeAllowed(["billing.invoice"], "billing.invoice")).toBe(true);
+    expect(routeAllowed(["billing.invoice"], "billing.invoice2")).toBe(false);
+    expect(routeAllowed(["*"], "anything.at.all")).toBe(true);
+    expect(routeAllowed([], "demo.echo")).toBe(false);
+  });
+});
