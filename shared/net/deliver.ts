@@ -1,0 +1,236 @@
+import type { IncomingMessage } from "node:http";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { LookupFunction } from "node:net";
+import type { AddressRule } from "./classify.ts";
+import { checkCallbackUrl, type EgressPolicy, type UrlRule, unbracket } from "./policy.ts";
+import { type Resolver, resolveAndCheck } from "./resolve.ts";
+import { parseRetryAfter } from "./retry-after.ts";
+
+/** Why an attempt failed, coarse enough to drive retry policy and metrics. */
+export type DeliveryErrorClass =
+  | "timeout"
+  | "network"
+  | "dns"
+  | "ssrf_blocked"
+  | "redirect"
+  | "http_status"
+  | "tls";
+
+/** Outcome of one POST attempt. Contains no bodies, headers or secrets, so it is safe to log. */
+export interface DeliveryAttempt {
+  /** True only for a 2xx answer. */
+  ok: boolean;
+  status?: number;
+  durationMs: number;
+  errorClass?: DeliveryErrorClass;
+  /** From a Retry-After header on any answer (seconds or HTTP date, converted to seconds). */
+  retryAfterSec?: number;
+  /** 410 Gone: the receiver asks us to stop sending to this URL. */
+  gone: boolean;
+  /** For ssrf_blocked: the rule that refused the destination. */
+  rule?: AddressRule | UrlRule;
+  /** Short diagnostic (an error code or refusal text), never a body. */
+  message?: string;
+  /** The checked address the connection was pinned to. */
+  address?: string;
+}
+
+export interface DeliverOptions extends EgressPolicy {
+  url: string;
+  /** The exact bytes that were signed. */
+  body: string | Uint8Array;
+  /** Usually `webhookHeaders(...)`; content-length is added here. */
+  headers: Readonly<Record<string, string>>;
+  /** Budget for DNS, connect, TLS, request and bounded response read together. Default 15 s. */
+  timeoutMs?: number;
+  resolver?: Resolver;
+  /** Epoch milliseconds; used for durationMs and HTTP-date Retry-After. Default Date.now. */
+  clock?: () => number;
+  /** Response bytes read (and discarded) before the connection is dropped. Default 64 KiB. */
+  maxResponseBytes?: number;
+  /** Extra trusted CA certificates (PEM), e.g. for a private PKI or tests. */
+  ca?: string | readonly string[];
+}
+
+const TLS_CODES = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "EPROTO",
+]);
+
+/** Maps a socket/TLS error code to an error class; exported for tests. */
+export function classifyNetworkError(code: string | undefined): DeliveryErrorClass {
+  if (!code) return "network";
+  if (code === "ETIMEDOUT") return "timeout";
+  if (code === "ENOTFOUND" || code.startsWith("EAI_")) return "dns";
+  if (TLS_CODES.has(code) || /^(ERR_TLS_|ERR_SSL_|CERT_)/.test(code)) return "tls";
+  return "network";
+}
+
+class DeadlineExceeded extends Error {
+  readonly code = "DEADLINE";
+}
+
+interface RawResponse {
+  status: number;
+  retryAfter: string | undefined;
+}
+
+/** A lookup that answers every query with the pinned address, so nothing re-resolves the name. */
+function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
+  return (_hostname, options, callback) => {
+    if (options.all) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  };
+}
+
+function firstHeader(res: IncomingMessage, name: string): string | undefined {
+  const value = res.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function send(
+  url: URL,
+  pinned: { address: string; family: 4 | 6 },
+  options: DeliverOptions,
+  maxResponseBytes: number,
+  signal: AbortSignal,
+): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const body = typeof options.body === "string" ? Buffer.from(options.body) : options.body;
+    const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const req = request(
+      {
+        protocol: url.protocol,
+        hostname: unbracket(url.hostname),
+        port: url.port || undefined,
+        path: `${url.pathname}${url.search}`,
+        method: "POST",
+        headers: { ...options.headers, "content-length": String(body.byteLength) },
+        // Connect to the address we checked; Host and TLS servername keep the original name.
+        lookup: pinnedLookup(pinned.address, pinned.family),
+        agent: false,
+        ca: options.ca === undefined ? undefined : [...[options.ca].flat()],
+      },
+      (res) => {
+        const result: RawResponse = {
+          status: res.statusCode ?? 0,
+          retryAfter: firstHeader(res, "retry-after"),
+        };
+        let seen = 0;
+        const done = () => resolve(result);
+        // Read and discard; never buffer or log the receiver's body.
+        res.on("data", (chunk: Buffer) => {
+          seen += chunk.length;
+          if (seen > maxResponseBytes) {
+            res.destroy();
+            done();
+          }
+        });
+        res.on("end", done);
+        res.on("close", done);
+        res.on("error", done);
+      },
+    );
+    const onAbort = () => req.destroy(new DeadlineExceeded("deadline exceeded"));
+    if (signal.aborted) onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    req.on("error", reject);
+    req.on("close", () => signal.removeEventListener("abort", onAbort));
+    req.end(body);
+  });
+}
+
+function timeoutAfter(signal: AbortSignal): Promise<"timeout"> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve("timeout");
+    signal.addEventListener("abort", () => resolve("timeout"), { once: true });
+  });
+}
+
+/**
+ * Makes ONE callback delivery attempt: checks the URL, resolves and checks every address,
+ * POSTs to the checked address (pinned, so DNS rebinding cannot redirect the connection),
+ * never follows redirects and treats only 2xx as success. Never throws for network outcomes;
+ * retry scheduling is the caller's job.
+ */
+export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryAttempt> {
+  const { timeoutMs = 15_000, clock = Date.now, maxResponseBytes = 64 * 1024 } = options;
+  const started = clock();
+  const finish = (partial: Omit<DeliveryAttempt, "durationMs" | "gone"> & { gone?: boolean }) => ({
+    gone: false,
+    ...partial,
+    durationMs: Math.max(0, clock() - started),
+  });
+  const policy = { allowCidrs: options.allowCidrs, allowPrivate: options.allowPrivate };
+
+  const checked = checkCallbackUrl(options.url, policy);
+  if (!checked.ok) {
+    return finish({
+      ok: false,
+      errorClass: "ssrf_blocked",
+      rule: checked.rule,
+      message: checked.message,
+    });
+  }
+
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  try {
+    const resolved = await Promise.race([
+      resolveAndCheck(checked.url.hostname, { ...policy, resolver: options.resolver }),
+      timeoutAfter(controller.signal),
+    ]);
+    if (resolved === "timeout")
+      return finish({ ok: false, errorClass: "timeout", message: "DNS lookup timed out" });
+    if (!resolved.ok) {
+      return resolved.errorClass === "dns"
+        ? finish({ ok: false, errorClass: "dns", message: resolved.message })
+        : finish({
+            ok: false,
+            errorClass: "ssrf_blocked",
+            rule: resolved.rule,
+            message: resolved.message,
+          });
+    }
+    const pinned = { address: resolved.address, family: resolved.family };
+    let raw: RawResponse;
+    try {
+      raw = await send(checked.url, pinned, options, maxResponseBytes, controller.signal);
+    } catch (err) {
+      const code = err instanceof DeadlineExceeded ? "DEADLINE" : (err as { code?: unknown }).code;
+      const errorClass =
+        err instanceof DeadlineExceeded
+          ? "timeout"
+          : classifyNetworkError(typeof code === "string" ? code : undefined);
+      return finish({
+        ok: false,
+        errorClass,
+        address: pinned.address,
+        message: `request failed (${String(code ?? "error")})`,
+      });
+    }
+    const retryAfterSec = parseRetryAfter(raw.retryAfter, clock());
+    const base = {
+      status: raw.status,
+      address: pinned.address,
+      ...(retryAfterSec === undefined ? {} : { retryAfterSec }),
+    };
+    if (raw.status >= 200 && raw.status < 300) return finish({ ok: true, ...base });
+    if (raw.status >= 300 && raw.status < 400) {
+      return finish({
+        ok: false,
+        errorClass: "redirect",
+        message: "redirects are not followed",
+        ...base,
+      });
+    }
+    return finish({ ok: false, errorClass: "http_status", gone: raw.status === 410, ...base });
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { deliverWebhook, parseCidrList, type Resolver } from "../../shared/net/index.ts";
+
+// Self-signed certificate for "rebind.test" (see fixtures/README.md).
+const cert = readFileSync(new URL("./fixtures/rebind-test.cert.pem", import.meta.url), "utf8");
+const key = readFileSync(new URL("./fixtures/rebind-test.key.pem", import.meta.url), "utf8");
+const seen: { host?: string; servername?: string | false | null }[] = [];
+let server: Server;
+let port = 0;
+
+beforeAll(async () => {
+  server = createServer({ key, cert }, (req, res) => {
+    seen.push({ host: req.headers.host, servername: (req.socket as TLSSocket).servername });
+    res.end("ok");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  port = (server.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+const toLoopback: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
+const allowCidrs = parseCidrList("127.0.0.0/8");
+const common = { body: "{}", headers: { "content-type": "application/json" }, allowCidrs };
+
+describe("deliverWebhook over TLS with a pinned address", () => {
+  test("SNI and certificate checks use the hostname while connecting to the checked IP", async () => {
+    const attempt = await deliverWebhook({
+      ...common,
+      url: `https://rebind.test:${port}/cb`,
+      resolver: toLoopback,
+      ca: cert,
+    });
+    expect(attempt).toMatchObject({ ok: true, status: 200, address: "127.0.0.1" });
+    expect(seen.at(-1)).toEqual({ host: `rebind.test:${port}`, servername: "rebind.test" });
+  });
+
+  test("an untrusted certificate is a tls failure", async () => {
+    const attempt = await deliverWebhook({
+      ...common,
+      url: `https://rebind.test:${port}/cb`,
+      resolver: toLoopback,
+    });
+    expect(attempt).toMatchObject({ ok: false, errorClass: "tls" });
+  });
+
+  test("a certificate for another name is a tls failure", async () => {
+    const attempt = await deliverWebhook({
+      ...common,
+      url: `https://other.test:${port}/cb`,
+      resolver: toLoopback,
+      ca: cert,
+    });
+    expect(attempt).toMatchObject({ ok: false, errorClass: "tls" });
+  });
+});
