@@ -1,0 +1,175 @@
+import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { extname, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parse as parseYaml } from "yaml";
+import { type CompileInput, compile } from "./compile.ts";
+import { DiagnosticSink } from "./diagnostics.ts";
+import { manualToolList } from "./manual.ts";
+import { mcpToolList } from "./mcp.ts";
+import { fetchMcpTools, type McpServerSpec } from "./mcp-live.ts";
+import { openApiVersion } from "./openapi.ts";
+import { isOverlayDocument } from "./overlay.ts";
+import { isObject, type Json } from "./schema-merge.ts";
+import type { CompileResult, Diagnostic } from "./schemas.ts";
+import { sdkToolsFromModule } from "./sdk.ts";
+
+export type InputKind = "openapi" | "overlay" | "mcp" | "manual" | "sdk";
+
+/** A compiler input named on the command line: a file (kind guessed unless given) or a live MCP server. */
+export type InputSpec = { file: string; kind?: InputKind } | { mcp: McpServerSpec; label?: string };
+
+const SDK_EXTENSIONS = new Set([".ts", ".mts", ".js", ".mjs", ".tsx"]);
+
+/** Parses JSON or YAML text. YAML aliases are capped so a "billion laughs" file cannot explode. */
+export function parseDocumentText(
+  text: string,
+): { ok: true; doc: Json } | { ok: false; error: string } {
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith("{") || trimmed.startsWith("[")) {
+    try {
+      return { ok: true, doc: JSON.parse(text) as Json };
+    } catch {
+      // JSON-looking YAML (flow style) still parses below.
+    }
+  }
+  try {
+    return { ok: true, doc: parseYaml(text, { maxAliasCount: 100 }) as Json };
+  } catch (err) {
+    return {
+      ok: false,
+      error: err instanceof Error ? (err.message.split("\n")[0] ?? "parse error") : String(err),
+    };
+  }
+}
+
+/** Guesses what a parsed document is: OpenAPI/Swagger, Overlay, manual tools or an MCP tools/list. */
+export function classifyDocument(doc: unknown): InputKind | undefined {
+  if (openApiVersion(doc) !== undefined) return "openapi";
+  if (isOverlayDocument(doc)) return "overlay";
+  const manual = manualToolList(doc);
+  if (
+    manual &&
+    manual.length > 0 &&
+    manual.every((t) => isObject(t) && ("method" in t || "path" in t || "schemaVersion" in t))
+  ) {
+    return "manual";
+  }
+  if (mcpToolList(doc)) return "mcp";
+  return undefined;
+}
+
+/** Reads a file named by a relative $ref; parse failures read as undefined. */
+export function readDocumentSync(absolutePath: string): Json | undefined {
+  try {
+    const parsed = parseDocumentText(readFileSync(absolutePath, "utf8"));
+    return parsed.ok ? parsed.doc : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** "mcp:tools.json" style prefixes force the kind of a file input. */
+export function parseInputArg(arg: string): InputSpec {
+  const m = /^(openapi|overlay|mcp|manual|sdk):(.+)$/.exec(arg);
+  return m ? { file: m[2] as string, kind: m[1] as InputKind } : { file: arg };
+}
+
+/**
+ * Loads inputs from disk (and live MCP servers) into compiler inputs. Overlay files come last,
+ * in the order given. Problems become diagnostics; nothing here throws.
+ */
+export async function loadInputs(
+  specs: readonly InputSpec[],
+  overlayFiles: readonly string[] = [],
+  cwd = process.cwd(),
+): Promise<{ inputs: CompileInput[]; diagnostics: Diagnostic[] }> {
+  const sink = new DiagnosticSink();
+  const inputs: CompileInput[] = [];
+  const all: InputSpec[] = [
+    ...specs,
+    ...overlayFiles.map((file) => ({ file, kind: "overlay" as const })),
+  ];
+  for (const spec of all) {
+    if ("mcp" in spec) {
+      const label =
+        spec.label ??
+        (spec.mcp.transport === "http"
+          ? spec.mcp.url
+          : [spec.mcp.command, ...(spec.mcp.args ?? [])].join(" "));
+      try {
+        inputs.push({
+          kind: "mcp",
+          label,
+          doc: (await fetchMcpTools(spec.mcp)) as unknown as Json,
+        });
+      } catch (err) {
+        sink.add(
+          "mcp.fetch_failed",
+          `${label}#`,
+          `listing tools failed: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+      continue;
+    }
+    const label = spec.file;
+    const abs = resolve(cwd, spec.file);
+    if (spec.kind === "sdk" || (spec.kind === undefined && SDK_EXTENSIONS.has(extname(abs)))) {
+      try {
+        const mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
+        inputs.push({ kind: "sdk", label, tools: sdkToolsFromModule(mod) });
+      } catch (err) {
+        sink.add(
+          "sdk.load_failed",
+          `${label}#`,
+          `import failed: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+      continue;
+    }
+    let text: string;
+    try {
+      text = await readFile(abs, "utf8");
+    } catch (err) {
+      sink.add(
+        "input.read_failed",
+        `${label}#`,
+        `cannot read ${label}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+      continue;
+    }
+    const parsed = parseDocumentText(text);
+    if (!parsed.ok) {
+      sink.add(
+        "input.parse_failed",
+        `${label}#`,
+        `${label} is not valid JSON or YAML: ${parsed.error}`,
+      );
+      continue;
+    }
+    const kind = spec.kind ?? classifyDocument(parsed.doc);
+    if (kind === undefined || kind === "sdk") {
+      sink.add(
+        "input.unknown_format",
+        `${label}#`,
+        `${label} is not OpenAPI, Swagger, Overlay, MCP tools/list or a manual tool file`,
+        "Prefix the argument with openapi:, overlay:, mcp: or manual: to say what it is.",
+      );
+      continue;
+    }
+    if (kind === "openapi")
+      inputs.push({ kind, label, doc: parsed.doc, docId: abs, readDocument: readDocumentSync });
+    else inputs.push({ kind, label, doc: parsed.doc });
+  }
+  return { inputs, diagnostics: sink.items };
+}
+
+/** Loads and compiles in one step (what `switchyard tools compile` does). */
+export async function compileFromFiles(
+  specs: readonly InputSpec[],
+  overlayFiles: readonly string[] = [],
+  cwd = process.cwd(),
+): Promise<CompileResult> {
+  const { inputs, diagnostics } = await loadInputs(specs, overlayFiles, cwd);
+  return compile(inputs, diagnostics);
+}
