@@ -1,5 +1,8 @@
 import type { RouteConfig } from "../../shared/config/index.ts";
 
+/** The builtin executor config of a route. */
+export type BuiltinExecutor = Extract<RouteConfig["executor"], { kind: "builtin" }>;
+
 export type BuiltinResult = { readonly kind: "done"; readonly output: unknown };
 
 /** Context a builtin may use: a keep-alive for long work, and a signal that aborts on shutdown. */
@@ -10,16 +13,16 @@ export interface BuiltinContext {
 
 /** Runs a builtin executor: echo returns the input, sleep waits sleep_ms then returns it. */
 export async function runBuiltin(
-  route: RouteConfig,
+  executor: BuiltinExecutor,
   input: string,
   ctx: BuiltinContext,
 ): Promise<BuiltinResult> {
-  switch (route.executor.name) {
+  switch (executor.name) {
     case "echo":
       return { kind: "done", output: input };
     case "sleep": {
-      const ms = route.executor.sleep_ms;
-      const keepAlive = setInterval(ctx.working, 5_000);
+      const ms = executor.sleep_ms;
+      const keepAlive = setInterval(ctx.working, 3_000);
       try {
         await new Promise<void>((resolve, reject) => {
           const timer = setTimeout(resolve, ms);
@@ -34,7 +37,7 @@ export async function runBuiltin(
       return { kind: "done", output: input };
     }
     default: {
-      const unreachable: never = route.executor.name;
+      const unreachable: never = executor.name;
       return unreachable;
     }
   }

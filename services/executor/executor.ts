@@ -5,27 +5,39 @@ import type {
   JsMsg,
 } from "@nats-io/jetstream";
 import {
-  appendEvent,
   decodeEvent,
   ensureDurable,
   PoisonMessageError,
-  readLastEvent,
   subjectFilters,
   TOPOLOGY,
   TRACEPARENT_HEADER,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
-import type { RouteTable } from "../../shared/config/index.ts";
-import {
-  evolve,
-  isFinal,
-  type JobEvent,
-  type JobState,
-  type RunRequested,
-} from "../../shared/domain/index.ts";
+import { parseDuration, type RouteConfig, type RouteTable } from "../../shared/config/index.ts";
+import { canMove, isFinal, type JobEvent, type RunRequested } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import type { HubMetrics } from "../../shared/metrics/index.ts";
+import {
+  type CurrentStatus,
+  encodeTask,
+  readStatus,
+  type StatusIntent,
+  statusAfter,
+  statusOf,
+  type Task,
+  TaskSet,
+  taskSubject,
+  writeStatus,
+} from "../../shared/worker/index.ts";
 import { runBuiltin } from "./builtin.ts";
+import { recordTransition } from "./observe.ts";
+import { createSlots, type Slots } from "./slots.ts";
+
+/** Reads a compiled tool set by name (shared/tools' ToolSetStore fits). */
+export interface ToolSetReader {
+  getToolSet(name: string): Promise<readonly object[] | undefined>;
+}
 
 export interface ExecutorDeps {
   readonly js: JetStreamClient;
@@ -34,8 +46,13 @@ export interface ExecutorDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly ids: IdGenerator;
-  /** Jobs run at once by this process (the consumer's max_ack_pending bounds all replicas). */
+  /** Jobs admitted or run at once by this process. */
   readonly concurrency: number;
+  /** The process-wide pool builtins share with the HTTP dispatchers. */
+  readonly slots?: Slots;
+  readonly metrics?: HubMetrics;
+  /** Needed only when a route names a tool_set. */
+  readonly toolSets?: ToolSetReader;
 }
 
 export interface Executor {
@@ -45,63 +62,123 @@ export interface Executor {
   inFlight(): number;
 }
 
-type Outcome = Extract<
-  JobEvent,
-  { type: "job.done" | "job.error" | "job.rejected" | "job.running" }
->;
+const QUEUED: CurrentStatus = { status: "queued", last: null, seq: 0 };
 
 /**
- * Consumes run.requested and drives each job to a final status. Every status event is appended
- * with the job subject's expected last sequence, so a redelivered request never produces a second
- * outcome, and the message is acked only after the outcome is persisted.
+ * Consumes run.requested and admits each job: refuses it (route disabled or removed, input above
+ * the limit, deadline already passed), runs a builtin in process, or hands the task to the
+ * route's work queue (HTTP dispatcher or NATS workers). Every status event is appended with the
+ * job subject's expected last sequence, and the message is acked only after that is stored. A
+ * redelivered request first reads the job's status, so a finished job is never run again.
  */
 export function createExecutor(deps: ExecutorDeps): Executor {
   const { logger } = deps;
+  const slots = deps.slots ?? createSlots(deps.concurrency);
   let messages: ConsumerMessages | undefined;
-  const running = new Set<Promise<void>>();
+  const running = new TaskSet();
+  // Never aborted by stop(): a graceful stop lets builtins finish; the signal is for tests.
   const abort = new AbortController();
 
-  const event = <T extends Outcome["type"]>(
+  const write = async (
     run: RunRequested,
-    type: T,
-    data: Extract<Outcome, { type: T }>["data"],
-  ): Outcome =>
-    ({
-      id: deps.ids.next("evt"),
-      type,
-      schema_version: 1,
-      job_id: run.job_id,
-      client_id: run.client_id,
-      occurred_at: deps.clock.now().toISOString(),
-      data,
-    }) as Outcome;
-
-  /** The job's status state and the sequence to expect on its `.job` subject. */
-  const readState = async (run: RunRequested): Promise<{ state: JobState; seq: number }> => {
-    const last = await readLastEvent(deps.jsm, run.client_id, run.job_id, "job");
-    const queued = evolve(null, run);
-    return { state: last ? evolve(queued, last.event) : queued, seq: last?.seq ?? 0 };
+    known: CurrentStatus,
+    intent: StatusIntent,
+    traceparent: string | undefined,
+  ) => {
+    const target = statusOf(intent.type);
+    const result = await writeStatus(
+      deps,
+      run,
+      (c) => (isFinal(c.status) || !canMove(c.status, target) ? undefined : intent),
+      { known, ...(traceparent ? { traceparent } : {}) },
+    );
+    if (result.kind === "appended") {
+      recordTransition(deps.metrics, run.data.route, result.event, {
+        created_at: run.occurred_at,
+      });
+    }
+    return result;
   };
 
-  /** Appends `next` expecting `seq`; on a conflict re-reads and stops if the job is already final. */
-  const appendOutcome = async (
+  /** The route's refusal of this run, if any. */
+  const refusal = (run: RunRequested, route: RouteConfig | undefined): StatusIntent | undefined => {
+    if (!route?.enabled) {
+      return {
+        type: "job.rejected",
+        data: {
+          code: route ? "route_disabled" : "route_unknown",
+          message: route ? "The route is disabled." : "The route is not configured.",
+        },
+      };
+    }
+    if (Buffer.byteLength(run.data.input, "utf8") > route.max_input_bytes) {
+      return {
+        type: "job.rejected",
+        data: {
+          code: "input_too_large",
+          message: `input exceeds the route's limit of ${route.max_input_bytes} bytes`,
+        },
+      };
+    }
+    return undefined;
+  };
+
+  const buildTask = async (
     run: RunRequested,
-    next: Outcome,
-    seq: number,
+    route: RouteConfig,
+    deadline: Date,
+  ): Promise<Task | StatusIntent> => {
+    let tools: Record<string, unknown>[] | undefined;
+    if (route.tool_set !== undefined) {
+      const found = await deps.toolSets?.getToolSet(route.tool_set);
+      if (found === undefined) {
+        return {
+          type: "job.rejected",
+          data: { code: "tool_set_unknown", message: "The route's tool set is not published." },
+        };
+      }
+      tools = found.map((t) => ({ ...t }));
+    }
+    return {
+      job_id: run.job_id,
+      client_id: run.client_id,
+      route: route.key,
+      input: run.data.input,
+      ...(run.data.metadata === undefined ? {} : { metadata: { ...run.data.metadata } }),
+      created_at: run.occurred_at,
+      deadline: deadline.toISOString(),
+      ...(tools === undefined ? {} : { tools }),
+    };
+  };
+
+  const runBuiltinJob = async (
+    run: RunRequested,
+    route: RouteConfig,
+    known: CurrentStatus,
+    msg: JsMsg,
     traceparent: string | undefined,
-  ): Promise<{ ok: true; seq: number } | { ok: false }> => {
-    const result = await appendEvent(deps.js, next, {
-      expectedLastSubjectSeq: seq,
-      ...(traceparent ? { traceparent } : {}),
-    });
-    if (result.kind !== "conflict") return { ok: true, seq: result.seq };
-    const current = await readState(run);
-    if (current.state && isFinal(current.state.status)) return { ok: false };
-    const retry = await appendEvent(deps.js, next, {
-      expectedLastSubjectSeq: current.seq,
-      ...(traceparent ? { traceparent } : {}),
-    });
-    return retry.kind === "conflict" ? { ok: false } : { ok: true, seq: retry.seq };
+  ) => {
+    if (route.executor.kind !== "builtin") return;
+    const executor = route.executor;
+    let current = known;
+    if (executor.name === "sleep") {
+      const started = await write(run, current, { type: "job.running", data: {} }, traceparent);
+      if (started.kind === "skipped" && isFinal(started.current.status)) return;
+      current = statusAfter(started);
+    }
+    while (slots.free() <= 0) await slots.freed();
+    const release = slots.take();
+    deps.metrics?.executorInFlight.inc({ route: route.key });
+    try {
+      const result = await runBuiltin(executor, run.data.input, {
+        working: () => msg.working(),
+        signal: abort.signal,
+      });
+      await write(run, current, { type: "job.done", data: { output: result.output } }, traceparent);
+    } finally {
+      release();
+      deps.metrics?.executorInFlight.dec({ route: route.key });
+    }
   };
 
   const handle = async (msg: JsMsg): Promise<void> => {
@@ -120,50 +197,66 @@ export function createExecutor(deps: ExecutorDeps): Executor {
     }
     const run = decoded;
     const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
-    const log = logger.child({
-      job_id: run.job_id,
-      client_id: run.client_id,
-      request_id: run.data.request_id,
-    });
-    // A redelivery may find the job already finished (or in flight elsewhere): read first then.
-    let seq = 0;
-    if (msg.info.redelivered) {
-      const current = await readState(run);
-      if (current.state && isFinal(current.state.status)) {
-        msg.ack();
-        return;
-      }
-      seq = current.seq;
+    const log = logger.child({ job_id: run.job_id, client_id: run.client_id });
+    // A first delivery assumes "queued" (the append expecting 0 catches anything else); a
+    // redelivery reads first, so a finished job is acked without being run again.
+    const current = msg.info.redelivered ? await readStatus(deps.jsm, run) : QUEUED;
+    if (isFinal(current.status)) {
+      msg.ack();
+      return;
     }
     const route = deps.routes.route(run.data.route);
-    let outcome: Outcome;
-    if (!route?.enabled) {
-      outcome = event(run, "job.rejected", {
-        code: route ? "route_disabled" : "route_unknown",
-        message: route ? "The route is disabled." : "The route is not configured.",
-      });
-    } else if (Buffer.byteLength(run.data.input, "utf8") > route.max_input_bytes) {
-      outcome = event(run, "job.rejected", {
-        code: "input_too_large",
-        message: `input exceeds the route's limit of ${route.max_input_bytes} bytes`,
-      });
-    } else {
-      if (route.executor.name === "sleep") {
-        const started = await appendOutcome(run, event(run, "job.running", {}), seq, traceparent);
-        if (!started.ok) {
-          msg.ack();
-          return;
-        }
-        seq = started.seq;
-      }
-      const result = await runBuiltin(route, run.data.input, {
-        working: () => msg.working(),
-        signal: abort.signal,
-      });
-      outcome = event(run, "job.done", { output: result.output });
+    const refused = refusal(run, route);
+    if (refused || !route) {
+      if (refused) await write(run, current, refused, traceparent);
+      msg.ack();
+      return;
     }
-    const done = await appendOutcome(run, outcome, seq, traceparent);
-    log.info({ status: outcome.type, persisted: done.ok }, "job outcome");
+    const deadline = new Date(Date.parse(run.occurred_at) + parseDuration(route.deadline));
+    if (deps.clock.now() >= deadline) {
+      const expired: StatusIntent = {
+        type: "job.error",
+        data: { code: "deadline_exceeded", message: "the job passed its deadline while queued" },
+      };
+      await write(run, current, expired, traceparent);
+      msg.ack();
+      return;
+    }
+    switch (route.executor.kind) {
+      case "builtin":
+        // A builtin left "running" by a crashed process runs again: its work died with it.
+        await runBuiltinJob(run, route, current, msg, traceparent);
+        break;
+      case "http":
+      case "nats": {
+        // Dispatched or running means the work queue already has (or had) the task.
+        if (current.status !== "queued" && route.executor.kind === "http") break;
+        if (current.status === "running") break;
+        const task = await buildTask(run, route, deadline);
+        if (!("job_id" in task)) {
+          await write(run, current, task, traceparent);
+          break;
+        }
+        if (route.executor.kind === "nats" && current.status === "queued") {
+          // Recorded before the publish, so a worker's job.running always follows it; a crash in
+          // between leaves "dispatched", and the redelivery publishes.
+          const intent: StatusIntent = {
+            type: "job.dispatched",
+            data: { target: "nats", attempt: 1 },
+          };
+          const dispatched = await write(run, current, intent, traceparent);
+          if (dispatched.kind === "skipped" && dispatched.current.status !== "dispatched") break;
+        }
+        // The job id as Nats-Msg-Id: a republish after a crash is dropped by the server.
+        await deps.js.publish(taskSubject(route.key), encodeTask(task), { msgID: run.job_id });
+        break;
+      }
+      default: {
+        const unreachable: never = route.executor;
+        return unreachable;
+      }
+    }
+    log.debug({ route: route.key }, "run admitted");
     msg.ack();
   };
 
@@ -172,7 +265,9 @@ export function createExecutor(deps: ExecutorDeps): Executor {
       await ensureDurable(deps.jsm, {
         name: TOPOLOGY.consumers.executor,
         filterSubject: subjectFilters.kind("run"),
-        ackWaitMs: 30_000,
+        // Short, so a crashed process's prefetched requests come back soon; builtins keep
+        // their message alive with working() every 3 s.
+        ackWaitMs: 10_000,
         maxAckPending: Math.max(deps.concurrency * 4, 256),
       });
       const consumer = await deps.js.consumers.get(
@@ -180,26 +275,26 @@ export function createExecutor(deps: ExecutorDeps): Executor {
         TOPOLOGY.consumers.executor,
       );
       messages = await consumer.consume({ max_messages: deps.concurrency });
+      const stream = messages;
       void (async () => {
-        for await (const msg of messages as ConsumerMessages) {
-          while (running.size >= deps.concurrency) await Promise.race(running);
-          const task = handle(msg)
-            .catch((err: unknown) => {
+        for await (const msg of stream) {
+          while (running.size >= deps.concurrency) await running.freed();
+          running.add(
+            handle(msg).catch((err: unknown) => {
               logger.error(
                 { seq: msg.seq, err: (err as Error).message },
                 "job handling failed; will retry",
               );
               msg.nak(1_000);
-            })
-            .finally(() => running.delete(task));
-          running.add(task);
+            }),
+          );
         }
       })();
       logger.info({ concurrency: deps.concurrency }, "executor started");
     },
     async stop() {
       await messages?.close();
-      await Promise.allSettled([...running]);
+      await running.settled();
     },
     inFlight: () => running.size,
   };

@@ -1,0 +1,59 @@
+#!/usr/bin/env bun
+/**
+ * A runnable NATS worker: pulls the tasks of one route and answers with the input.
+ *
+ *   bun examples/worker/echo-worker.ts --nats nats://127.0.0.1:4222 --route demo.worker \
+ *       [--concurrency 4] [--delay-ms 0]
+ *
+ * The route must be configured with `executor: { kind: nats }`; the executor service creates its
+ * work queue. Settings come from the command line only. It logs one line per task (never the
+ * input) and stops cleanly on SIGINT/SIGTERM: unfinished tasks go back to the queue.
+ */
+import { parseArgs } from "node:util";
+import { connect } from "@nats-io/transport-node";
+import { createWorker, type WorkerLogger } from "../../shared/worker/index.ts";
+
+const { values } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: {
+    nats: { type: "string", default: "nats://127.0.0.1:4222" },
+    route: { type: "string" },
+    concurrency: { type: "string", default: "4" },
+    "delay-ms": { type: "string", default: "0" },
+  },
+});
+if (!values.route) {
+  process.stderr.write("echo-worker: --route <key> is required\n");
+  process.exit(2);
+}
+
+const logger: WorkerLogger = {
+  info: (obj, msg) => process.stdout.write(`${JSON.stringify({ level: "info", msg, ...obj })}\n`),
+  warn: (obj, msg) => process.stdout.write(`${JSON.stringify({ level: "warn", msg, ...obj })}\n`),
+  error: (obj, msg) => process.stderr.write(`${JSON.stringify({ level: "error", msg, ...obj })}\n`),
+};
+const delayMs = Number(values["delay-ms"]);
+
+const nc = await connect({ servers: values.nats, name: "echo-worker", maxReconnectAttempts: -1 });
+const worker = createWorker({
+  nc,
+  route: values.route,
+  concurrency: Number(values.concurrency),
+  logger,
+  handler: async (task, ctx) => {
+    // The job id is the idempotency key: a task can arrive twice (see docs/executors.md).
+    logger.info({ job_id: task.job_id, delivery: ctx.delivery }, "task started");
+    if (delayMs > 0) await Bun.sleep(delayMs);
+    return task.input;
+  },
+});
+await worker.start();
+logger.info({ route: values.route, pid: process.pid }, "echo worker ready");
+
+const shutdown = async () => {
+  await worker.stop();
+  await nc.drain();
+  process.exit(0);
+};
+process.on("SIGINT", () => void shutdown());
+process.on("SIGTERM", () => void shutdown());

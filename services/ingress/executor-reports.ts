@@ -1,0 +1,204 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { type Static, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { classifyNatsError } from "../../shared/bus/index.ts";
+import type { Clock } from "../../shared/clock/index.ts";
+import type { RouteConfig } from "../../shared/config/index.ts";
+import { canMove, isFinal, type JobStatus } from "../../shared/domain/index.ts";
+import {
+  InvalidRequestError,
+  JobNotFoundError,
+  JobStateConflictError,
+  MalformedJsonError,
+  PayloadTooLargeError,
+  problemResponse,
+  SwitchyardError,
+  UnauthorizedError,
+  UnsupportedMediaTypeError,
+} from "../../shared/errors/index.ts";
+import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { type StatusIntent, statusOf, writeStatus } from "../../shared/worker/index.ts";
+import type { DispatchIndex } from "../executor/index.ts";
+
+/** Path of the report endpoint; `:job_id` is the task's job id. */
+export const EXECUTOR_REPORT_PATH = "/executor/v1/jobs/:job_id/events";
+
+const ErrorInfo = Type.Object(
+  {
+    code: Type.String({ minLength: 1, maxLength: 64 }),
+    message: Type.String({ maxLength: 2000 }),
+  },
+  { additionalProperties: false },
+);
+
+/** The report body: what the executor says happened. */
+export const ExecutorReportSchema = Type.Union([
+  Type.Object({ type: Type.Literal("running") }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal("done"), output: Type.Unknown() },
+    { additionalProperties: false },
+  ),
+  Type.Object({ type: Type.Literal("error"), error: ErrorInfo }, { additionalProperties: false }),
+  Type.Object(
+    { type: Type.Literal("rejected"), error: ErrorInfo },
+    { additionalProperties: false },
+  ),
+]);
+export type ExecutorReport = Static<typeof ExecutorReportSchema>;
+
+const checker = TypeCompiler.Compile(ExecutorReportSchema);
+
+/** Handles POST /executor/v1/jobs/{job_id}/events. */
+export interface ExecutorReportHandler {
+  handle(request: Request, jobId: string): Promise<Response>;
+}
+
+export interface ExecutorReportDeps {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly routes: readonly RouteConfig[];
+  readonly index: DispatchIndex;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly logger: Logger;
+  /** Largest report body (a done report carries the output). */
+  readonly maxBodyBytes: number;
+}
+
+const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard-executor"' };
+
+function toIntent(report: ExecutorReport): StatusIntent {
+  switch (report.type) {
+    case "running":
+      return { type: "job.running", data: {} };
+    case "done":
+      return { type: "job.done", data: { output: report.output } };
+    case "error":
+      return { type: "job.error", data: report.error };
+    case "rejected":
+      return { type: "job.rejected", data: report.error };
+    default: {
+      const unreachable: never = report;
+      return unreachable;
+    }
+  }
+}
+
+async function readReport(request: Request, maxBytes: number): Promise<ExecutorReport> {
+  const contentType = request.headers.get("content-type") ?? "";
+  if (!/^application\/json\s*(;|$)/i.test(contentType)) {
+    throw new UnsupportedMediaTypeError({ detail: "Content-Type must be application/json." });
+  }
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.byteLength > maxBytes) {
+    throw new PayloadTooLargeError({ detail: `The body is larger than ${maxBytes} bytes.` });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    throw new MalformedJsonError({ detail: "The body is not valid JSON." });
+  }
+  if (!checker.Check(value)) {
+    const first = checker.Errors(value).First();
+    throw new InvalidRequestError({
+      detail: "The report does not match the schema in docs/executors.md.",
+      errors: [{ pointer: first?.path || "/", message: first?.message ?? "invalid" }],
+    });
+  }
+  return value;
+}
+
+/**
+ * The executor report endpoint. An HTTP executor that answered 202 reports running / done /
+ * error / rejected here. The bearer token is checked against every HTTP route's token hashes
+ * (constant time, no early exit); the job is found by id in the dispatch index (written before
+ * the task was sent) and must belong to a route the token is for. Unknown jobs and other
+ * routes' jobs answer the same 404. The event is appended with the job subject's expected last
+ * sequence, the same optimistic concurrency every status writer uses.
+ */
+export function createExecutorReportHandler(deps: ExecutorReportDeps): ExecutorReportHandler {
+  const hashes = deps.routes.flatMap((route) =>
+    route.executor.kind === "http"
+      ? route.executor.token_sha256.map((hex) => ({
+          hash: Buffer.from(hex, "hex"),
+          route: route.key,
+        }))
+      : [],
+  );
+
+  const routesOf = (authorization: string | null): Set<string> => {
+    const match = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(authorization ?? "");
+    if (!match?.[1]) {
+      throw new UnauthorizedError({
+        detail: "Send Authorization: Bearer <executor token>.",
+        headers: CHALLENGE,
+      });
+    }
+    const presented = createHash("sha256").update(match[1]).digest();
+    const routes = new Set<string>();
+    for (const entry of hashes) {
+      if (timingSafeEqual(entry.hash, presented)) routes.add(entry.route);
+    }
+    if (routes.size === 0) {
+      throw new UnauthorizedError({
+        detail: "The executor token is not valid.",
+        headers: CHALLENGE,
+      });
+    }
+    return routes;
+  };
+
+  const handle = async (request: Request, jobId: string): Promise<Response> => {
+    const routes = routesOf(request.headers.get("authorization"));
+    const notFound = () =>
+      new JobNotFoundError({ detail: "No job with this id was dispatched to this executor." });
+    if (!JOB_ID_PATTERN.test(jobId)) throw notFound();
+    const report = await readReport(request, deps.maxBodyBytes);
+    const record = await deps.index.get(jobId);
+    if (!record || !routes.has(record.route)) throw notFound();
+    const intent = toIntent(report);
+    const target: JobStatus = statusOf(intent.type);
+    let refusal: JobStatus | undefined;
+    const result = await writeStatus(deps, { client_id: record.client_id, job_id: jobId }, (c) => {
+      // A running heartbeat on a running job is legal; anything after a final status is not.
+      if (isFinal(c.status) || !canMove(c.status, target)) {
+        refusal = c.status;
+        return undefined;
+      }
+      return intent;
+    });
+    if (result.kind === "skipped") {
+      throw new JobStateConflictError({
+        detail: `The job is ${refusal ?? result.current.status}; a '${report.type}' report does not apply.`,
+      });
+    }
+    deps.logger.info(
+      { job_id: jobId, route: record.route, status: target },
+      "executor report applied",
+    );
+    return new Response(JSON.stringify({ job_id: jobId, status: target }), {
+      status: 200,
+      headers: { "content-type": "application/json", "cache-control": "no-store" },
+    });
+  };
+
+  return {
+    async handle(request, jobId) {
+      try {
+        return await handle(request, jobId);
+      } catch (err) {
+        const known = err instanceof SwitchyardError ? err : classifyNatsError(err);
+        if (known === undefined) {
+          deps.logger.error(
+            { err: (err as Error).message, job_id: jobId },
+            "executor report failed",
+          );
+        }
+        return problemResponse(known ?? err, new URL(request.url).pathname);
+      }
+    },
+  };
+}

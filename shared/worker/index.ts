@@ -1,0 +1,16 @@
+/**
+ * The NATS worker SDK and the task protocol shared by the executor service and workers
+ * (docs/executors.md).
+ */
+export * from "./protocol.ts";
+export { type PullLoopOptions, runPullLoop, TaskSet } from "./pull.ts";
+export * from "./status.ts";
+export {
+  createWorker,
+  type TaskContext,
+  TaskFailedError,
+  TaskRejectedError,
+  type Worker,
+  type WorkerLogger,
+  type WorkerOptions,
+} from "./worker.ts";

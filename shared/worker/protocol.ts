@@ -1,0 +1,169 @@
+import { createHash } from "node:crypto";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiError,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType,
+} from "@nats-io/jetstream";
+import { type Static, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+
+/** Work-queue stream of tasks, one subject per route: sy.task.<route>. */
+export const TASK_STREAM = "SWITCHYARD_TASKS";
+export const TASK_SUBJECT_ROOT = "sy.task";
+
+/** The subject a route's tasks are published to. Route keys are subject-safe (config schema). */
+export function taskSubject(route: string): string {
+  return `${TASK_SUBJECT_ROOT}.${route}`;
+}
+
+/**
+ * Durable consumer name of a route's work queue. Consumer names may not contain dots, and a plain
+ * replacement could make two route keys collide ("a.b" and "a_b"), so a short hash is appended.
+ */
+export function taskConsumerName(route: string): string {
+  const digest = createHash("sha256").update(route).digest("hex").slice(0, 8);
+  return `task_${route.replaceAll(".", "_").slice(0, 180)}_${digest}`;
+}
+
+/** One tool definition as the tool-set store keeps it; opaque to the executor. */
+const ToolDefinition = Type.Record(Type.String(), Type.Unknown());
+
+/**
+ * The task as it sits in the work queue. HTTP executors receive it without `client_id` (see
+ * toHttpTask). `job_id` is the executor's idempotency key: a task can arrive more than once.
+ */
+export const TaskSchema = Type.Object(
+  {
+    job_id: Type.String({ minLength: 1, maxLength: 128 }),
+    client_id: Type.String({ minLength: 1, maxLength: 128 }),
+    route: Type.String({ minLength: 1, maxLength: 128 }),
+    input: Type.String(),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    /** RFC 3339: when the run was accepted. */
+    created_at: Type.String(),
+    /** RFC 3339: the job errors with deadline_exceeded after this instant. */
+    deadline: Type.String(),
+    tools: Type.Optional(Type.Array(ToolDefinition)),
+  },
+  { additionalProperties: false },
+);
+export type Task = Static<typeof TaskSchema>;
+
+/** What an HTTP executor is POSTed: the task without the hub-internal client id. */
+export type HttpTask = Omit<Task, "client_id">;
+
+/** Drops the hub-internal fields of a task for an HTTP executor. */
+export function toHttpTask(task: Task): HttpTask {
+  const { client_id: _client, ...rest } = task;
+  return rest;
+}
+
+const taskChecker = TypeCompiler.Compile(TaskSchema);
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Serialises a task for the work queue. */
+export function encodeTask(task: Task): Uint8Array {
+  return encoder.encode(JSON.stringify(task));
+}
+
+/** Parses a task; undefined when the bytes are not a valid task (the message is terminated). */
+export function decodeTask(bytes: Uint8Array): Task | undefined {
+  try {
+    const value: unknown = JSON.parse(decoder.decode(bytes));
+    return taskChecker.Check(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const nanos = (ms: number) => ms * 1_000_000;
+
+export interface TaskStreamOptions {
+  readonly replicas: number;
+  /**
+   * Nats-Msg-Id window of the task stream. Tasks are published with the job id as message id,
+   * so a republish after an executor crash inside this window is dropped by the server.
+   */
+  readonly duplicateWindowMs: number;
+}
+
+/**
+ * Creates (or updates) the work-queue stream. WorkQueue retention deletes a task once acked, so
+ * the stream only holds work not yet finished: a burst queues here, not in process memory.
+ */
+export async function ensureTaskStream(
+  jsm: JetStreamManager,
+  options: TaskStreamOptions,
+): Promise<void> {
+  const config = {
+    name: TASK_STREAM,
+    subjects: [`${TASK_SUBJECT_ROOT}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Workqueue,
+    discard: DiscardPolicy.New,
+    num_replicas: options.replicas,
+    duplicate_window: nanos(options.duplicateWindowMs),
+  };
+  try {
+    const info = await jsm.streams.info(TASK_STREAM);
+    if (info.config.duplicate_window !== config.duplicate_window) {
+      await jsm.streams.update(TASK_STREAM, { ...info.config, ...config });
+    }
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === 10059)) throw err;
+    try {
+      await jsm.streams.add(config);
+    } catch (addErr) {
+      if (!(addErr instanceof JetStreamApiError && addErr.code === 10058)) throw addErr;
+    }
+  }
+}
+
+export interface RouteConsumerOptions {
+  readonly route: string;
+  /** The route's cap: tasks delivered and not yet acked, over every puller. */
+  readonly maxAckPending: number;
+  readonly ackWaitMs: number;
+  /** -1 for unlimited (HTTP routes count their own attempts). */
+  readonly maxDeliver: number;
+}
+
+/** Creates or updates a route's durable work-queue consumer. */
+export async function ensureRouteConsumer(
+  jsm: JetStreamManager,
+  options: RouteConsumerOptions,
+): Promise<string> {
+  const name = taskConsumerName(options.route);
+  const mutable = {
+    ack_wait: nanos(options.ackWaitMs),
+    max_ack_pending: options.maxAckPending,
+    max_deliver: options.maxDeliver,
+  };
+  try {
+    await jsm.consumers.info(TASK_STREAM, name);
+    await jsm.consumers.update(TASK_STREAM, name, mutable);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === 10014)) throw err;
+    try {
+      await jsm.consumers.add(TASK_STREAM, {
+        durable_name: name,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: taskSubject(options.route),
+        ...mutable,
+      });
+    } catch (addErr) {
+      if (
+        !(addErr instanceof JetStreamApiError && (addErr.code === 10148 || addErr.code === 10013))
+      ) {
+        throw addErr;
+      }
+    }
+  }
+  return name;
+}

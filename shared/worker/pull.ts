@@ -1,0 +1,66 @@
+import type { Consumer, JsMsg } from "@nats-io/jetstream";
+
+export interface PullLoopOptions {
+  readonly consumer: Consumer;
+  /** How many more messages may be taken now (0: wait for a slot). */
+  readonly free: () => number;
+  /** Resolves when a running handler finishes (a slot may be free again). */
+  readonly slotFreed: () => Promise<void>;
+  readonly onMessage: (msg: JsMsg) => void;
+  readonly stopped: () => boolean;
+  readonly onError: (err: unknown) => void;
+  /** How long one pull request waits for messages. */
+  readonly expiresMs?: number;
+}
+
+/**
+ * Pulls with `fetch` sized to the free slots, so a process never holds more un-started messages
+ * than it can run: the rest of a burst stays in JetStream, and no buffered message sits out its
+ * ack wait in memory.
+ */
+export async function runPullLoop(options: PullLoopOptions): Promise<void> {
+  while (!options.stopped()) {
+    if (options.free() <= 0) {
+      await options.slotFreed();
+      continue;
+    }
+    let batch: Awaited<ReturnType<Consumer["fetch"]>>;
+    try {
+      batch = await options.consumer.fetch({
+        max_messages: options.free(),
+        expires: options.expiresMs ?? 2_000,
+      });
+    } catch (err) {
+      options.onError(err);
+      await Bun.sleep(500);
+      continue;
+    }
+    for await (const msg of batch) options.onMessage(msg);
+  }
+}
+
+/** Tracks running handlers; `freed()` resolves when any of them finishes. */
+export class TaskSet {
+  private readonly running = new Set<Promise<void>>();
+
+  /** Runs `work` and tracks it until it settles. */
+  add(work: Promise<void>): void {
+    const tracked = work.finally(() => this.running.delete(tracked));
+    this.running.add(tracked);
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+
+  /** Resolves when one running handler settles (at once when none runs). */
+  async freed(): Promise<void> {
+    if (this.running.size === 0) return;
+    await Promise.race(this.running);
+  }
+
+  /** Waits for every running handler. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.running]);
+  }
+}

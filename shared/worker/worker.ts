@@ -1,0 +1,212 @@
+import {
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+} from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type Clock, systemClock } from "../clock/index.ts";
+import { canMove, isFinal, type JobErrorInfo } from "../domain/index.ts";
+import { type IdGenerator, randomIds } from "../ids/index.ts";
+import { decodeTask, TASK_STREAM, type Task, taskConsumerName } from "./protocol.ts";
+import { runPullLoop, TaskSet } from "./pull.ts";
+import { type CurrentStatus, statusAfter, writeStatus } from "./status.ts";
+
+/** What a handler gets besides the task. */
+export interface TaskContext {
+  /** Aborted when the worker stops, or when the job passes its deadline. */
+  readonly signal: AbortSignal;
+  /** Tells JetStream the task is still being worked on (the worker also does this on a timer). */
+  readonly working: () => void;
+  /** 1 on the first delivery; higher when a worker died or let the ack wait pass. */
+  readonly delivery: number;
+}
+
+/** Throw this from a handler to finish the job as error with your own code. */
+export class TaskFailedError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "TaskFailedError";
+  }
+}
+
+/** Throw this from a handler to refuse the task (job.rejected). */
+export class TaskRejectedError extends TaskFailedError {
+  override readonly name = "TaskRejectedError";
+}
+
+/** Minimal logger shape, so a worker can pass pino, console-like or nothing. */
+export interface WorkerLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface WorkerOptions {
+  readonly nc: NatsConnection;
+  /** The route key whose work queue this worker pulls. */
+  readonly route: string;
+  /** Returns the job's output (any JSON value); throws TaskFailedError/TaskRejectedError to fail. */
+  readonly handler: (task: Task, ctx: TaskContext) => Promise<unknown>;
+  /** Tasks this process runs at once (the route's `concurrency` caps all workers together). */
+  readonly concurrency?: number;
+  readonly logger?: WorkerLogger;
+  readonly clock?: Clock;
+  readonly ids?: IdGenerator;
+  /** How long one pull waits for tasks before asking again. */
+  readonly pullExpiresMs?: number;
+}
+
+export interface Worker {
+  /** Waits for the route's consumer (the executor service creates it) and starts pulling. */
+  start(): Promise<void>;
+  /** Stops pulling, aborts handlers, and waits for them; unfinished tasks are redelivered. */
+  stop(): Promise<void>;
+  inFlight(): number;
+}
+
+const silent: WorkerLogger = { info() {}, warn() {}, error() {} };
+
+function failure(err: unknown): { type: "job.error" | "job.rejected"; data: JobErrorInfo } {
+  if (err instanceof TaskFailedError) {
+    return {
+      type: err instanceof TaskRejectedError ? "job.rejected" : "job.error",
+      data: { code: err.code.slice(0, 64) || "worker_error", message: err.message.slice(0, 2000) },
+    };
+  }
+  return {
+    type: "job.error",
+    data: { code: "worker_error", message: "the worker's handler failed" },
+  };
+}
+
+/**
+ * A NATS worker for one route. Protocol (docs/executors.md): pull a task from the route's
+ * work-queue consumer; read the job's status and skip it when final; append job.running; call
+ * the handler while sending `working()` so the ack wait does not pass; append job.done or
+ * job.error; ack only after that event is stored. Every append expects the job subject's last
+ * sequence, so a task redelivered to a second worker finishes the job once. A worker that dies
+ * leaves its task un-acked, and JetStream redelivers it after the ack wait.
+ */
+export function createWorker(options: WorkerOptions): Worker {
+  const js: JetStreamClient = jetstream(options.nc);
+  let jsm: JetStreamManager | undefined;
+  const concurrency = Math.max(1, options.concurrency ?? 1);
+  const logger = options.logger ?? silent;
+  const deps = () => ({
+    js,
+    jsm: jsm as JetStreamManager,
+    clock: options.clock ?? systemClock,
+    ids: options.ids ?? randomIds,
+  });
+  const running = new TaskSet();
+  const abort = new AbortController();
+  let stopping = false;
+  let loop: Promise<void> | undefined;
+  let ackWaitMs = 30_000;
+
+  const handle = async (msg: JsMsg): Promise<void> => {
+    const task = decodeTask(msg.data);
+    if (task === undefined || task.route !== options.route) {
+      logger.error({ seq: msg.seq }, "not a task for this route; terminated");
+      msg.term("invalid task");
+      return;
+    }
+    const ref = { client_id: task.client_id, job_id: task.job_id };
+    const log = { job_id: task.job_id, route: task.route, delivery: msg.info.deliveryCount };
+    const started = await writeStatus(deps(), ref, (c) =>
+      isFinal(c.status) || !canMove(c.status, "running")
+        ? undefined
+        : { type: "job.running", data: {} },
+    );
+    if (started.kind === "skipped") {
+      // Finished already (by another worker, or the watchdog): nothing to do.
+      msg.ack();
+      return;
+    }
+    const keepAlive = setInterval(() => msg.working(), Math.max(250, Math.floor(ackWaitMs / 3)));
+    const deadlineMs = Date.parse(task.deadline) - deps().clock.now().getTime();
+    const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(Math.max(1, deadlineMs))]);
+    let known: CurrentStatus = statusAfter(started);
+    let outcome: Parameters<typeof writeStatus>[2];
+    try {
+      const output = await options.handler(task, {
+        signal,
+        working: () => msg.working(),
+        delivery: msg.info.deliveryCount,
+      });
+      outcome = (c) => (isFinal(c.status) ? undefined : { type: "job.done", data: { output } });
+    } catch (err) {
+      if (abort.signal.aborted) {
+        // Stopping: leave the task un-acked so another worker takes it after the ack wait.
+        clearInterval(keepAlive);
+        msg.nak();
+        return;
+      }
+      const failed = failure(err);
+      logger.warn({ ...log, code: failed.data.code }, "task failed");
+      outcome = (c) =>
+        isFinal(c.status) || !canMove(c.status, failed.type === "job.error" ? "error" : "rejected")
+          ? undefined
+          : failed;
+    } finally {
+      clearInterval(keepAlive);
+    }
+    const finished = await writeStatus(deps(), ref, outcome, { known });
+    known = statusAfter(finished);
+    logger.info(
+      { ...log, status: known.status, persisted: finished.kind === "appended" },
+      "task finished",
+    );
+    msg.ack();
+  };
+
+  const pull = async () => {
+    const consumer = await js.consumers.get(TASK_STREAM, taskConsumerName(options.route));
+    ackWaitMs = Math.floor(((await consumer.info(true)).config.ack_wait ?? 30e9) / 1_000_000);
+    await runPullLoop({
+      consumer,
+      free: () => concurrency - running.size,
+      slotFreed: () => running.freed(),
+      stopped: () => stopping,
+      expiresMs: options.pullExpiresMs ?? 2_000,
+      onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
+      onMessage: (msg) =>
+        running.add(
+          handle(msg).catch((err: unknown) => {
+            logger.error({ seq: msg.seq, err: (err as Error).message }, "task handling failed");
+            msg.nak(1_000);
+          }),
+        ),
+    });
+  };
+
+  return {
+    async start() {
+      jsm = await jetstreamManager(options.nc);
+      // The executor service creates the route's consumer; wait for it rather than guess its limits.
+      for (;;) {
+        try {
+          await jsm.consumers.info(TASK_STREAM, taskConsumerName(options.route));
+          break;
+        } catch {
+          if (stopping) return;
+          await Bun.sleep(500);
+        }
+      }
+      loop = pull();
+      logger.info({ route: options.route, concurrency }, "worker started");
+    },
+    async stop() {
+      stopping = true;
+      abort.abort();
+      await loop?.catch(() => undefined);
+      await running.settled();
+    },
+    inFlight: () => running.size,
+  };
+}
