@@ -1,0 +1,68 @@
+import type { JobView } from "../../shared/domain/index.ts";
+import type { FinalJobStatus, JobCompletedEvent } from "../../shared/webhooks/index.ts";
+
+/** Largest callback body sent; receivers commonly cap webhook bodies near 20 kB. */
+export const MAX_CALLBACK_BODY_BYTES = 16_384;
+
+const bytes = (text: string) => Buffer.byteLength(text, "utf8");
+
+/** The webhook-id of a job's callback: derived from the job id, so every retry and redelivery repeats it. */
+export function webhookIdFor(jobId: string): string {
+  return `msg_${jobId}`;
+}
+
+/** A string output cut (on a character boundary) so the whole body fits in `limit` bytes. */
+function cutToFit(event: JobCompletedEvent, output: string, limit: number): string | undefined {
+  let lo = 0;
+  let hi = output.length;
+  let best: string | undefined;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    let candidate = output.slice(0, mid);
+    // Never split a surrogate pair: a lone surrogate would be sent as U+FFFD.
+    if (/[\uD800-\uDBFF]$/.test(candidate)) candidate = candidate.slice(0, -1);
+    const body = JSON.stringify({ ...event, data: { ...event.data, output: candidate } });
+    if (bytes(body) <= limit) {
+      best = candidate;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return best;
+}
+
+/**
+ * The exact JSON body of a job's completion callback. `timestamp` is the completion time, so the
+ * body is byte-identical on every retry. An output that does not fit in `limit` bytes is cut (a
+ * string) or left out (anything else) and `truncated: true` is set; the caller reads the full
+ * record with GET /jobs/{job_id}.
+ */
+export function buildCallbackBody(view: JobView, limit = MAX_CALLBACK_BODY_BYTES): string {
+  const status = view.status as FinalJobStatus;
+  const completedAt = view.completed_at ?? view.updated_at;
+  const event: JobCompletedEvent = {
+    type: "job.completed",
+    timestamp: completedAt,
+    data: {
+      job_id: view.job_id,
+      request_id: view.request_id,
+      route: view.route,
+      status,
+      ...(status === "done" ? { output: view.output ?? null } : {}),
+      ...(status !== "done" && view.error ? { error: { ...view.error } } : {}),
+      created_at: view.created_at,
+      completed_at: completedAt,
+    },
+  };
+  const full = JSON.stringify(event);
+  if (bytes(full) <= limit || status !== "done") return full;
+  const marked: JobCompletedEvent = { ...event, data: { ...event.data, truncated: true } };
+  const { output: _dropped, ...withoutOutput } = marked.data;
+  const cut = typeof view.output === "string" ? cutToFit(marked, view.output, limit) : undefined;
+  return JSON.stringify(
+    cut === undefined
+      ? { ...marked, data: withoutOutput }
+      : { ...marked, data: { ...marked.data, output: cut } },
+  );
+}

@@ -1,0 +1,100 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { appendEvent, readLastEvent, TOPOLOGY } from "../../shared/bus/index.ts";
+import type { Clock } from "../../shared/clock/index.ts";
+import { evolve, isFinal, type JobEvent } from "../../shared/domain/index.ts";
+import type { IdGenerator } from "../../shared/ids/index.ts";
+import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+
+export interface RedeliveryDeps {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+}
+
+export interface RedeliveryOptions {
+  /** The job's client; looked up from the stream when omitted. */
+  readonly clientId?: string;
+  /** Who asked (recorded in the event for the audit trail). */
+  readonly requestedBy?: string;
+}
+
+/** Why a redelivery was not requested. */
+export type RedeliveryRefusal = "unknown_job" | "no_callback" | "not_final" | "in_progress";
+
+export type RedeliveryResult =
+  | { readonly kind: "requested"; readonly clientId: string; readonly seq: number }
+  | { readonly kind: "refused"; readonly reason: RedeliveryRefusal; readonly message: string };
+
+const refused = (reason: RedeliveryRefusal, message: string): RedeliveryResult => ({
+  kind: "refused",
+  reason,
+  message,
+});
+
+/** The client that owns a job, from the subjects holding its run.requested. */
+async function findClient(jsm: JetStreamManager, jobId: string): Promise<string | undefined> {
+  const info = await jsm.streams.info(TOPOLOGY.eventsStream, {
+    subjects_filter: `sy.evt.*.${jobId}.run`,
+  });
+  const subject = Object.keys(info.state.subjects ?? {})[0];
+  return subject?.split(".")[2];
+}
+
+/**
+ * Asks the callback service to send a job's callback again: appends callback.redelivery_requested
+ * to the job's `.cb` subject, expecting the settled (delivered or failed) event to be the last one.
+ * The callback service's `callback-redelivery` consumer then delivers it as a new delivery with its
+ * own retry schedule and the same webhook-id. A pending callback is refused: it is still retrying.
+ */
+export async function requestRedelivery(
+  deps: RedeliveryDeps,
+  jobId: string,
+  options: RedeliveryOptions = {},
+): Promise<RedeliveryResult> {
+  if (!JOB_ID_PATTERN.test(jobId)) return refused("unknown_job", `'${jobId}' is not a job id`);
+  const clientId = options.clientId ?? (await findClient(deps.jsm, jobId));
+  const run = clientId ? await readLastEvent(deps.jsm, clientId, jobId, "run") : null;
+  if (!clientId || run?.event.type !== "run.requested") {
+    return refused("unknown_job", `no job ${jobId}`);
+  }
+  if (run.event.data.callback_url === undefined) {
+    return refused("no_callback", `job ${jobId} was submitted without a callback_url`);
+  }
+  const [job, cb] = await Promise.all([
+    readLastEvent(deps.jsm, clientId, jobId, "job"),
+    readLastEvent(deps.jsm, clientId, jobId, "cb"),
+  ]);
+  let state = evolve(null, run.event);
+  if (job) state = evolve(state, job.event);
+  if (!state || !isFinal(state.status)) {
+    return refused("not_final", `job ${jobId} is ${state?.status ?? "unknown"}; no callback yet`);
+  }
+  if (cb) state = evolve(state, cb.event);
+  const callback = state?.callback;
+  if (!cb || !callback || callback.status === "pending") {
+    return refused(
+      "in_progress",
+      `the callback of job ${jobId} is still pending (${callback?.attempts ?? 0} attempts so far); retries continue on their own`,
+    );
+  }
+  const event: JobEvent = {
+    id: deps.ids.next("evt"),
+    type: "callback.redelivery_requested",
+    schema_version: 1,
+    job_id: jobId,
+    client_id: clientId,
+    occurred_at: deps.clock.now().toISOString(),
+    data: {
+      attempts: callback.attempts,
+      ...(options.requestedBy === undefined
+        ? {}
+        : { requested_by: options.requestedBy.slice(0, 128) }),
+    },
+  };
+  const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: cb.seq });
+  if (result.kind === "conflict") {
+    return refused("in_progress", `the callback of job ${jobId} changed meanwhile; try again`);
+  }
+  return { kind: "requested", clientId, seq: result.seq };
+}

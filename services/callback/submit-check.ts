@@ -1,0 +1,33 @@
+import type { ClientConfig } from "../../shared/config/index.ts";
+import { CallbackUrlRefusedError } from "../../shared/errors/index.ts";
+import { checkCallbackUrl, type EgressPolicy } from "../../shared/net/index.ts";
+
+/**
+ * Submit-time check of a run's callback_url (POST /run): the client must have a signing secret
+ * (Switchyard never sends unsigned callbacks), and the URL must pass the egress policy for what
+ * can be judged without DNS (scheme, userinfo, literal IPs, localhost and metadata names).
+ * Throws CallbackUrlRefusedError (400) whose detail names the rule.
+ */
+export function checkCallbackAtSubmit(
+  client: ClientConfig,
+  url: string,
+  policy: EgressPolicy,
+): void {
+  const refuse = (message: string) =>
+    new CallbackUrlRefusedError({
+      detail: message,
+      errors: [{ pointer: "/callback_url", message }],
+    });
+  if (client.callback_secrets.length === 0) {
+    throw refuse(
+      "callback_url needs a signing secret, and this client has none configured (no_signing_secret); ask the operator to add callback_secrets",
+    );
+  }
+  const checked = checkCallbackUrl(url, policy);
+  if (!checked.ok)
+    throw refuse(
+      checked.message.includes(`(${checked.rule})`)
+        ? checked.message
+        : `${checked.message} (${checked.rule})`,
+    );
+}
