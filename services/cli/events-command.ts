@@ -1,0 +1,115 @@
+import { parseArgs } from "node:util";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { readStream, subjectFilters } from "../../shared/bus/index.ts";
+
+export interface CommandIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+const decoder = new TextDecoder();
+
+interface EventFilter {
+  readonly job?: string;
+  readonly client?: string;
+  readonly type?: string;
+  readonly since?: Date;
+  readonly until?: Date;
+}
+
+function subjectFor(filter: EventFilter): string | undefined {
+  if (filter.client && filter.job) return subjectFilters.job(filter.client, filter.job);
+  if (filter.job) return subjectFilters.anyClientJob(filter.job);
+  if (filter.client) return subjectFilters.client(filter.client);
+  return undefined;
+}
+
+function pretty(seq: number, time: string, value: Record<string, unknown>): string {
+  const data = (value.data ?? {}) as Record<string, unknown>;
+  const detail =
+    value.type === "run.requested"
+      ? `route=${String(data.route)} request_id=${String(data.request_id)}`
+      : value.type === "audit.checkpoint"
+        ? `seq ${String(data.from_seq)}..${String(data.to_seq)} count=${String(data.count)}`
+        : JSON.stringify(data)
+            .replace(/"input":"[^"]*"/, '"input":"…"')
+            .slice(0, 80);
+  return `${String(seq).padStart(8)}  ${time}  ${String(value.type ?? "?").padEnd(18)}  ${String(value.client_id ?? "-").padEnd(12)}  ${String(value.job_id ?? "-").padEnd(26)}  ${detail}\n`;
+}
+
+/**
+ * `switchyard events`: the event stream as NDJSON ({seq, subject, time, event}) or a table, filtered
+ * by job, client, type and time. `--from-seq` resumes an export (the last line's seq + 1).
+ */
+export async function runEventsCommand(
+  argv: string[],
+  js: JetStreamClient,
+  io: CommandIo,
+): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      job: { type: "string" },
+      client: { type: "string" },
+      type: { type: "string" },
+      since: { type: "string" },
+      until: { type: "string" },
+      "from-seq": { type: "string" },
+      limit: { type: "string" },
+      follow: { type: "boolean", default: false },
+      pretty: { type: "boolean", default: false },
+    },
+    strict: true,
+  });
+  const since = values.since ? new Date(values.since) : undefined;
+  const until = values.until ? new Date(values.until) : undefined;
+  for (const [name, date] of [
+    ["since", since],
+    ["until", until],
+  ] as const) {
+    if (date && Number.isNaN(date.getTime())) {
+      io.stderr(`--${name} must be an RFC 3339 time\n`);
+      return 2;
+    }
+  }
+  const limit = values.limit ? Number(values.limit) : Number.POSITIVE_INFINITY;
+  const fromSeq = values["from-seq"] ? Number(values["from-seq"]) : undefined;
+  const filter: EventFilter = {
+    ...(values.job ? { job: values.job } : {}),
+    ...(values.client ? { client: values.client } : {}),
+    ...(values.type ? { type: values.type } : {}),
+  };
+  const filterSubject = subjectFor(filter);
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once("SIGINT", onSignal);
+  let printed = 0;
+  try {
+    for await (const record of readStream(js, {
+      ...(filterSubject ? { filterSubject } : {}),
+      ...(fromSeq !== undefined ? { fromSeq } : since ? { since } : {}),
+      follow: values.follow,
+      signal: controller.signal,
+    })) {
+      const text = decoder.decode(record.data);
+      const value = JSON.parse(text) as Record<string, unknown>;
+      if (filter.type && value.type !== filter.type) continue;
+      const occurred =
+        typeof value.occurred_at === "string" ? new Date(value.occurred_at) : new Date(record.time);
+      if (since && occurred < since) continue;
+      if (until && occurred > until) {
+        if (!values.follow) break;
+        continue;
+      }
+      io.stdout(
+        values.pretty
+          ? pretty(record.seq, record.time, value)
+          : `{"seq":${record.seq},"subject":${JSON.stringify(record.subject)},"time":"${record.time}","event":${text}}\n`,
+      );
+      if (++printed >= limit) break;
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+  }
+  return 0;
+}

@@ -1,0 +1,72 @@
+import { Kvm } from "@nats-io/kv";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import type { HubConnection } from "../runtime/hub.ts";
+import type { CommandIo } from "./events-command.ts";
+
+/** Oldest nats-server supported in production (docs/architecture.md, "nats-server versions"). */
+export const MIN_PRODUCTION_NATS = "2.11.0";
+const MAX_VIEWS_COUNTED = 200_000;
+
+/** Compares dotted versions numerically: negative when a < b. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
+  const pb = b.split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
+  for (let i = 0; i < 3; i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/**
+ * `switchyard status`: one screen for operators: server version, streams, consumers, buckets,
+ * projector lag and job counts by status.
+ */
+export async function runStatusCommand(hub: HubConnection, io: CommandIo): Promise<number> {
+  const version = hub.nc.info?.version ?? "unknown";
+  const lines: string[] = [`nats-server ${version} at ${hub.nc.getServer()}`];
+  if (compareVersions(version, MIN_PRODUCTION_NATS) < 0) {
+    lines.push(
+      `  WARNING: below ${MIN_PRODUCTION_NATS}, the minimum for production clusters (expected-last-subject-sequence on replicated streams; nats-server #4320)`,
+    );
+  }
+  lines.push("", "streams");
+  for await (const s of hub.jsm.streams.list()) {
+    lines.push(
+      `  ${s.config.name.padEnd(24)} messages=${s.state.messages} bytes=${s.state.bytes} first_seq=${s.state.first_seq} last_seq=${s.state.last_seq} replicas=${s.config.num_replicas}`,
+    );
+    if (s.config.name.startsWith("KV_")) continue;
+    for await (const c of hub.jsm.consumers.list(s.config.name)) {
+      lines.push(
+        `    consumer ${c.name.padEnd(16)} pending=${c.num_pending} ack_pending=${c.num_ack_pending} redelivered=${c.num_redelivered} waiting=${c.num_waiting}`,
+      );
+    }
+  }
+  const projector = await hub.jsm.consumers
+    .info(TOPOLOGY.eventsStream, TOPOLOGY.consumers.projector)
+    .catch(() => null);
+  lines.push(
+    "",
+    `projector lag: ${projector ? `${projector.num_pending + projector.num_ack_pending} events` : "no projector consumer yet"}`,
+  );
+  lines.push("", "buckets");
+  for await (const b of new Kvm(hub.nc).list())
+    lines.push(`  ${b.bucket.padEnd(24)} values=${b.values} replicas=${b.replicas}`);
+  const counts = new Map<string, number>();
+  let counted = 0;
+  for await (const key of await hub.jobs.keys()) {
+    if (++counted > MAX_VIEWS_COUNTED) break;
+    const entry = await hub.jobs.get(key);
+    if (entry?.operation !== "PUT" || entry.length === 0) continue;
+    const status = (entry.json() as { status?: string }).status ?? "?";
+    counts.set(status, (counts.get(status) ?? 0) + 1);
+  }
+  lines.push(
+    "",
+    `jobs by status${counted > MAX_VIEWS_COUNTED ? ` (first ${MAX_VIEWS_COUNTED} views)` : ""}: ${
+      [...counts].map(([s, n]) => `${s}=${n}`).join(" ") || "none"
+    }`,
+  );
+  io.stdout(`${lines.join("\n")}\n`);
+  return 0;
+}

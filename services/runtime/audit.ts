@@ -1,0 +1,33 @@
+import { importPKCS8 } from "jose";
+import type { Clock } from "../../shared/clock/index.ts";
+import { type Config, parseDuration } from "../../shared/config/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { type Checkpointer, createCheckpointer } from "../audit/index.ts";
+import type { HubConnection } from "./hub.ts";
+
+/**
+ * Starts periodic signed audit checkpoints when `audit.signing_key_pem` is configured (they run
+ * beside the projector). Without a key there are none, and the log says so once.
+ */
+export async function startAuditCheckpoints(deps: {
+  hub: HubConnection;
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+}): Promise<Checkpointer | undefined> {
+  const { audit } = deps.config;
+  if (!audit.signing_key_pem) {
+    deps.logger.info("audit checkpoints off: audit.signing_key_pem is not set");
+    return undefined;
+  }
+  const checkpointer = createCheckpointer({
+    js: deps.hub.js,
+    jsm: deps.hub.jsm,
+    signingKey: await importPKCS8(audit.signing_key_pem, "EdDSA"),
+    keyId: audit.key_id,
+    clock: deps.clock,
+    logger: deps.logger.child({ component: "audit" }),
+  });
+  checkpointer.start(parseDuration(audit.checkpoint_interval));
+  return checkpointer;
+}

@@ -1,0 +1,4 @@
+export * from "./chain.ts";
+export * from "./checkpoint.ts";
+export * from "./verify.ts";
+export * from "./views.ts";
