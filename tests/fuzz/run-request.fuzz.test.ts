@@ -1,0 +1,292 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import fc from "fast-check";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
+import { type SecurityHub, startSecurityHub } from "../security/hub.ts";
+import {
+  type Accepted,
+  CALLBACK_CLIENT,
+  CALLBACK_URLS,
+  CLIENTS,
+  clientOf,
+  expectedAnswer,
+  ROUTES,
+  type SentRequest,
+} from "./run-model.ts";
+import { FUZZ_SEED, fuzzRuns, fuzzTimeoutMs } from "./settings.ts";
+
+let hub: SecurityHub;
+const accepted: Accepted = new Map();
+let created = 0;
+/** status:code pairs seen, to show that the generators reach every branch of the model. */
+const seen = new Set<string>();
+
+beforeAll(async () => {
+  hub = await startSecurityHub({
+    clients: Object.entries(CLIENTS).map(([id, c]) => ({ id, token: c.token, routes: c.routes })),
+    // Bad tokens are part of the fuzz; the per-address failure limit is tested elsewhere.
+    server: { auth_failures_per_minute: 1_000_000 },
+    clientYaml: { [CALLBACK_CLIENT]: `callback_secrets: ["${generateWebhookSecret()}"]` },
+  });
+});
+afterAll(() => hub?.stop());
+
+const { acme, globex } = CLIENTS;
+const authorization = fc.option(
+  fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(`Bearer ${acme.token}`, `Bearer ${globex.token}`) },
+    fc.constantFrom(
+      `bearer ${acme.token}`,
+      `BEARER   ${globex.token}`,
+      `Bearer ${globex.token}  `,
+      `Bearer ${acme.token} extra`,
+      `Bearer ${acme.token.slice(0, -1)}`,
+      `Bearer ${acme.token}x`,
+      `Basic ${btoa(`acme:${acme.token}`)}`,
+      "Bearer",
+      "Bearer ",
+      acme.token,
+      `Bearer ${acme.token},Bearer ${globex.token}`,
+      "Bearer a.b.c",
+      "Bearer eyJhbGciOiJub25lIn0.eyJpc3MiOiJ4In0.",
+    ),
+  ),
+  { freq: 12 },
+);
+
+const contentType = fc.option(
+  fc.constantFrom(
+    "application/json",
+    "application/json",
+    "application/json",
+    "application/json",
+    "application/json; charset=utf-8",
+    "Application/JSON",
+    "application/json;",
+    "application/json ; x=y",
+    "application/jsonx",
+    "application/json-seq",
+    "application/problem+json",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data; boundary=x",
+    "",
+  ),
+  { freq: 8 },
+);
+
+const extraHeaders = fc.dictionary(
+  fc.oneof(
+    fc.stringMatching(/^x-[a-z0-9-]{1,16}$/),
+    fc.constantFrom("traceparent", "x-forwarded-for", "accept", "origin", "cookie", "x-request-id"),
+  ),
+  fc.oneof(
+    fc.stringMatching(/^[\x21-\x7e]{0,60}$/),
+    fc.constantFrom(
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      "00-00000000000000000000000000000000-0000000000000000-01",
+      "ff-zz",
+      "1.2.3.4, 5.6.7.8",
+    ),
+  ),
+  { maxKeys: 4 },
+);
+
+const text = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.string({ unit: "grapheme", maxLength: 12 }),
+  fc.constantFrom("", "a".repeat(255), "a".repeat(256), "é".repeat(8), "é".repeat(9), "\u0000"),
+  // Around the 255-character request_id limit with characters outside the BMP.
+  fc.constantFrom("😀".repeat(128), "😀".repeat(255), "😀".repeat(256), "a".repeat(128)),
+);
+
+const principal = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ id: fc.string({ minLength: 1 }), tenant: text }) },
+  fc.record({ id: fc.jsonValue(), tenant: fc.jsonValue() }, { requiredKeys: [] }),
+  fc.jsonValue(),
+);
+
+const metadata = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ principal, note: fc.jsonValue() }, { requiredKeys: [] }) },
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), { maxKeys: 3 }),
+  fc.jsonValue(),
+);
+
+const routeKey = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom(...Object.keys(ROUTES)) },
+  fc.constantFrom("unknown.route", "DEMO.ECHO", "demo.*", "*", "demo", "demo.echo.", ""),
+  fc.string({ maxLength: 10 }),
+);
+
+const requestId = fc.oneof(
+  // A small pool, so replays (200) and conflicts (409) happen.
+  { weight: 4, arbitrary: fc.constantFrom("r1", "r2", "r3") },
+  { weight: 4, arbitrary: fc.string({ minLength: 1, maxLength: 30 }) },
+  // The limit is 255 UTF-16 code units: 128 emoji (256 units) are one too many.
+  fc.constantFrom("😀".repeat(127), "😀".repeat(128), `${"a".repeat(254)}😀`, "a".repeat(255)),
+  text,
+);
+
+/** A run request that is valid apart from what the route, input or callback rules say. */
+const wellFormed = fc.record(
+  {
+    request_id: requestId,
+    route: routeKey,
+    input: text,
+    metadata: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, metadata),
+    callback_url: fc.oneof(
+      { weight: 3, arbitrary: fc.constant(undefined) },
+      fc.constantFrom(...Object.keys(CALLBACK_URLS)),
+    ),
+  },
+  { noNullPrototype: true },
+);
+
+const FIELDS = ["request_id", "route", "input", "metadata", "callback_url"] as const;
+/** At most one mutation: a field replaced by any JSON value or removed, or an extra field added. */
+const mutation = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(undefined) },
+  fc.record({
+    kind: fc.constant("set" as const),
+    field: fc.constantFrom(...FIELDS),
+    value: fc.jsonValue(),
+  }),
+  fc.record({ kind: fc.constant("drop" as const), field: fc.constantFrom(...FIELDS) }),
+  fc.record({
+    kind: fc.constant("add" as const),
+    field: fc.oneof(fc.constantFrom("callback", "source", "__proto__", "Route"), fc.string()),
+    value: fc.jsonValue(),
+  }),
+);
+
+const mutated = fc.tuple(wellFormed, mutation).map(([run, m]) => {
+  const out: Record<string, unknown> = { ...run };
+  if (m?.kind === "drop") delete out[m.field];
+  else if (m) Object.defineProperty(out, m.field, { value: m.value, enumerable: true });
+  return JSON.stringify(out);
+});
+
+const body = fc.oneof(
+  { weight: 8, arbitrary: mutated },
+  { weight: 1, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v)) },
+  // Whitespace and key order must not matter for "the same body".
+  {
+    weight: 1,
+    arbitrary: wellFormed.map((v) => JSON.stringify(v, Object.keys(v).reverse(), 2)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom("", "{", '{"request_id":', "nul", "[1,]", "{'a':1}", "\uFEFF{}"),
+  },
+);
+
+const encodedBody = fc.oneof(
+  { weight: 9, arbitrary: body.map((s) => new TextEncoder().encode(s)) },
+  // Bytes that are not UTF-8, inside an otherwise valid request.
+  {
+    weight: 1,
+    arbitrary: fc.uint8Array({ maxLength: 8 }).map((bad) => {
+      const [head, tail] = ['{"request_id":"x","route":"demo.echo","input":"', '"}'];
+      return new Uint8Array([
+        ...new TextEncoder().encode(head),
+        0xff,
+        0xc3,
+        ...bad,
+        ...new TextEncoder().encode(tail),
+      ]);
+    }),
+  },
+);
+
+const request = fc.record({
+  authorization,
+  contentType,
+  extraHeaders,
+  body: encodedBody,
+  // Instead of the body: the last accepted request again, re-serialised (a client's retry).
+  replay: fc.nat(5).map((n) => n === 0),
+});
+
+/** The last request that got a 202, so retries of it (which must answer 200) get generated. */
+let lastAccepted: { body: Uint8Array; authorization: string; contentType: string } | undefined;
+
+function retryOf(last: NonNullable<typeof lastAccepted>): Uint8Array {
+  const value = JSON.parse(new TextDecoder().decode(last.body)) as Record<string, unknown>;
+  return new TextEncoder().encode(JSON.stringify(value, Object.keys(value).reverse(), 1));
+}
+
+describe(`POST /run against its documented model (${fuzzRuns(200)} runs, seed ${FUZZ_SEED})`, () => {
+  test(
+    "never 5xx; accepts exactly the valid requests; every refusal is problem+json",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(request, async (r) => {
+          const headers = new Headers(r.extraHeaders);
+          const replay = r.replay ? lastAccepted : undefined;
+          const authValue = replay?.authorization ?? r.authorization;
+          const typeValue = replay?.contentType ?? r.contentType;
+          if (authValue !== null) headers.set("authorization", authValue);
+          if (typeValue !== null) headers.set("content-type", typeValue);
+          const bytes = replay ? retryOf(replay) : r.body;
+          const res = await fetch(`${hub.baseUrl}/run`, { method: "POST", headers, body: bytes });
+          const sent: SentRequest = {
+            authorization: headers.get("authorization"),
+            contentType: headers.get("content-type"),
+            body: bytes,
+          };
+          const want = expectedAnswer(sent, accepted);
+          const raw = await res.text();
+          expect(res.status).toBeLessThan(500);
+          const got = { status: res.status, code: undefined as unknown };
+          if (res.status >= 400) {
+            expect(res.headers.get("content-type")).toBe("application/problem+json");
+            const problem = JSON.parse(raw) as Record<string, unknown>;
+            expect(problem.status).toBe(res.status);
+            expect(typeof problem.detail).toBe("string");
+            got.code = problem.code;
+          } else {
+            const job = JSON.parse(raw) as { job_id: string; status: string };
+            expect(job.job_id).toMatch(/^job_[A-Za-z0-9_-]{22}$/);
+            expect(res.headers.get("location")).toBe(`/jobs/${job.job_id}`);
+            if (res.status === 202) {
+              created++;
+              lastAccepted = {
+                body: bytes,
+                authorization: sent.authorization ?? "",
+                contentType: sent.contentType ?? "",
+              };
+            }
+          }
+          seen.add(`${res.status}:${String(got.code ?? "")}`);
+          expect({ ...got, client: clientOf(sent.authorization) }).toEqual({
+            status: want.status,
+            code: want.code,
+            client: clientOf(sent.authorization),
+          });
+        }),
+        { seed: FUZZ_SEED, numRuns: fuzzRuns(200), endOnFailure: true },
+      );
+      // Nothing was persisted for a refusal: one run.requested per 202, no more.
+      const jsm = await jetstreamManager(hub.nats.nc);
+      const info = await jsm.streams.info(TOPOLOGY.eventsStream, {
+        subjects_filter: "sy.evt.*.*.run",
+      });
+      expect(Object.keys(info.state.subjects ?? {}).length).toBe(created);
+      expect([...seen].sort()).toEqual(
+        expect.arrayContaining([
+          "200:",
+          "202:",
+          "400:callback_url_refused",
+          "400:invalid_request",
+          "400:malformed_json",
+          "401:unauthorized",
+          "403:route_not_allowed",
+          "409:request_id_conflict",
+          "415:unsupported_media_type",
+        ]),
+      );
+    },
+    fuzzTimeoutMs(200),
+  );
+});
