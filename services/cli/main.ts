@@ -8,7 +8,12 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "../../shared/clock/index.ts";
-import { type Config, ConfigError, loadConfigFile } from "../../shared/config/index.ts";
+import {
+  type Config,
+  ConfigError,
+  loadConfigFile,
+  parseConfig,
+} from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
 import { createLogger, type Logger } from "../../shared/log/index.ts";
 import {
@@ -21,6 +26,9 @@ import { rebuildProjection } from "../projector/rebuild.ts";
 import { demoConfig } from "../runtime/demo.ts";
 import { connectHub } from "../runtime/hub.ts";
 import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
+import { runAuditKeygen, runAuditVerify } from "./audit-command.ts";
+import { runEventsCommand } from "./events-command.ts";
+import { runStatusCommand } from "./status-command.ts";
 
 const env = process.env;
 const USAGE = `usage: switchyard <command>
@@ -30,15 +38,21 @@ const USAGE = `usage: switchyard <command>
   token new <client>          print a new client token once, and the hash for the config
   projector rebuild           recreate the job view from the event stream
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
+  callbacks redeliver <job_id> [--client <id>]   send a settled completion callback again
+  events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]
+  audit verify [--public-key file] [--file export.ndjson]   replay, compare views, check the signed chain
+  audit keygen                key pair for signing audit checkpoints
+  status                      streams, consumers, buckets, projector lag, jobs by status
 
 environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN`;
 
 const SHUTDOWN_TIMEOUT_MS = 25_000;
 
 async function loadConfig(required: boolean): Promise<Config | undefined> {
-  const path = resolve(env.SWITCHYARD_CONFIG ?? "switchyard.yaml");
+  const configured = env.SWITCHYARD_CONFIG || undefined;
+  const path = resolve(configured ?? "switchyard.yaml");
   if (!existsSync(path)) {
-    if (required || env.SWITCHYARD_CONFIG) {
+    if (required || configured) {
       throw new ConfigError(path, [
         { key: "(file)", message: "config file not found (set SWITCHYARD_CONFIG)" },
       ]);
@@ -91,11 +105,13 @@ async function up(): Promise<void> {
     if (config) config = { ...config, nats: { ...config.nats, url: nats.url } };
   }
   let token: string | undefined;
+  let callbackSecret: string | undefined;
   if (!config) {
     const port = Number(env.SWITCHYARD_PORT ?? 8080);
     const demo = demoConfig(natsUrl ?? "", port);
     config = demo.config;
     token = demo.token;
+    callbackSecret = demo.callbackSecret;
   }
   const logger = createLogger({ level: logLevel(config), service: "switchyard" });
   let running: RunningHub;
@@ -120,6 +136,8 @@ async function up(): Promise<void> {
         `  client   : demo`,
         `  token    : ${token}   (new on every start; shown only here)`,
         `  routes   : demo.echo (builtin echo), demo.sleep (builtin sleep 2 s)`,
+        "  callbacks: loopback and private callback_url targets are ALLOWED (demo only: callbacks.allow_private)",
+        `  callback secret: ${callbackSecret}   (verify callbacks with it; new on every start)`,
         "",
         "Try it:",
         `  curl -s -X POST ${base}/run -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' \\`,
@@ -180,6 +198,21 @@ async function projectorRebuild(): Promise<void> {
 
 class UsageError extends Error {}
 
+const stdio = {
+  stdout: (text: string) => void process.stdout.write(text),
+  stderr: (text: string) => void process.stderr.write(text),
+};
+
+/** A NATS connection for a one-off command, from the config file (or NATS_URL alone). */
+async function connectForCommand(name: string) {
+  const config = (await loadConfig(false)) ?? parseConfig("{}", env, "defaults");
+  const withUrl = env.NATS_URL
+    ? { ...config, nats: { ...config.nats, url: env.NATS_URL } }
+    : config;
+  const logger = createLogger({ level: env.SWITCHYARD_LOG_LEVEL ?? "warn", service: name });
+  return connectHub(withUrl, logger, name);
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -197,6 +230,39 @@ async function main(argv: string[]): Promise<number> {
       if (rest[0] !== "rebuild") throw new UsageError("usage: switchyard projector rebuild");
       await projectorRebuild();
       return 0;
+    case "events": {
+      const hub = await connectForCommand("events");
+      try {
+        return await runEventsCommand(rest, hub.js, stdio);
+      } finally {
+        await hub.drain();
+      }
+    }
+    case "audit":
+      if (rest[0] === "keygen") return runAuditKeygen(stdio);
+      if (rest[0] !== "verify") throw new UsageError("usage: switchyard audit <verify|keygen>");
+      return runAuditVerify(rest.slice(1), () => connectForCommand("audit"), stdio);
+    case "status": {
+      const hub = await connectForCommand("status");
+      try {
+        return await runStatusCommand(hub, stdio);
+      } finally {
+        await hub.drain();
+      }
+    }
+    case "callbacks": {
+      const config = (await loadConfig(true)) as Config;
+      const { runCallbacksCommand } = await import("./callbacks-command.ts");
+      return runCallbacksCommand(rest, {
+        config,
+        logger: createLogger({ level: logLevel(config), service: "callbacks" }),
+        clock: systemClock,
+        ids: randomIds,
+        ...(env.USER ? { requestedBy: env.USER } : {}),
+        stdout: (s) => process.stdout.write(s),
+        stderr: (s) => process.stderr.write(s),
+      });
+    }
     case "tools": {
       const { runToolsCommand } = await import("./tools-command.ts");
       return runToolsCommand(rest, {

@@ -4,6 +4,7 @@ import type { ClientConfig, RouteTable } from "../../shared/config/index.ts";
 import { routeAllowed } from "../../shared/config/index.ts";
 import { toJobResource } from "../../shared/domain/index.ts";
 import {
+  HeadersTooLargeError,
   InvalidRequestError,
   JobNotFoundError,
   MalformedJsonError,
@@ -13,6 +14,7 @@ import {
   RateLimitedError,
   RouteForbiddenError,
   SwitchyardError,
+  UnauthorizedError,
   UnavailableError,
   UnsupportedMediaTypeError,
   UriTooLongError,
@@ -20,8 +22,13 @@ import {
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import type { HubMetrics } from "../../shared/metrics/index.ts";
+import type { EgressPolicy } from "../../shared/net/index.ts";
 import { traceIdOf, traceparentFrom } from "../../shared/trace/index.ts";
+import { checkCallbackAtSubmit } from "../callback/submit-check.ts";
 import type { Authenticator } from "./auth.ts";
+import { type AuthFailureLimiter, clientAddress, type SocketAddress } from "./auth-limit.ts";
+import { EXECUTOR_REPORT_PATH, type ExecutorReportHandler } from "./executor-reports.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import { validateRunRequest } from "./run-request.ts";
 import type { RunSubmitter } from "./submit-run.ts";
@@ -29,6 +36,19 @@ import type { RunSubmitter } from "./submit-run.ts";
 export interface IngressLimits {
   readonly maxBodyBytes: number;
   readonly maxUrlLength: number;
+  /** Sum of header names and values (plus 4 bytes each for ": " and CRLF); 431 above it. */
+  readonly maxHeaderBytes?: number;
+}
+
+/** The part of Bun's server the ingress uses: the peer address of a request. */
+interface PeerSource {
+  requestIP(request: Request): SocketAddress | null;
+}
+
+function headerBytes(headers: Headers): number {
+  let total = 0;
+  for (const [name, value] of headers) total += name.length + value.length + 4;
+  return total;
 }
 
 export interface IngressDeps {
@@ -44,8 +64,16 @@ export interface IngressDeps {
   /** /readyz: NATS connected, topology present, not draining. */
   readonly ready: () => Promise<boolean>;
   readonly openapi: unknown;
-  /** Prometheus exposition for /metrics. */
-  readonly metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** Failed authentications per source address; checked before any token (docs/security.md). */
+  readonly authFailures?: AuthFailureLimiter;
+  /** server.trust_proxy_hops: how many X-Forwarded-For entries from the right are trusted. */
+  readonly trustProxyHops?: number;
+  /** Egress policy for callback_url (callbacks.allow_cidrs / allow_private); default: public only. */
+  readonly callbackPolicy?: EgressPolicy;
+  /** Counters for run answers, and the /metrics exposition. */
+  readonly metrics?: HubMetrics;
+  /** POST /executor/v1/jobs/{job_id}/events (docs/executors.md); absent: 404. */
+  readonly executorReports?: ExecutorReportHandler;
 }
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -88,8 +116,28 @@ async function readJsonBody(request: Request, maxBytes: number): Promise<unknown
 export function createIngressApp(deps: IngressDeps) {
   const { logger } = deps;
 
-  const authenticate = async (request: Request): Promise<ClientConfig> => {
-    const client = await deps.auth.authenticate(request.headers.get("authorization"));
+  const authenticate = async (
+    request: Request,
+    server: PeerSource | null,
+  ): Promise<ClientConfig> => {
+    const limiter = deps.authFailures;
+    const address = limiter
+      ? clientAddress(request, server?.requestIP(request), deps.trustProxyHops ?? 0)
+      : "";
+    const blocked = limiter?.blockedFor(address) ?? 0;
+    if (blocked > 0) {
+      // Refused before the token is read: brute force and JWT-verification floods stay cheap.
+      throw new RateLimitedError({
+        detail: "Too many failed authentications from this address.",
+        headers: { "retry-after": String(blocked) },
+      });
+    }
+    const client = await deps.auth
+      .authenticate(request.headers.get("authorization"))
+      .catch((err: unknown) => {
+        if (err instanceof UnauthorizedError) limiter?.failed(address);
+        throw err;
+      });
     const wait = deps.rateLimiter.take(`client:${client.id}`, client.runs_per_minute);
     if (wait > 0) {
       throw new RateLimitedError({
@@ -119,6 +167,15 @@ export function createIngressApp(deps: IngressDeps) {
           }),
         );
       }
+      const maxHeaderBytes = deps.limits.maxHeaderBytes;
+      if (maxHeaderBytes !== undefined && headerBytes(request.headers) > maxHeaderBytes) {
+        // Bun answers a bare 431 by itself above 16 KiB; below that this gives a problem body.
+        return problemResponse(
+          new HeadersTooLargeError({
+            detail: `Request headers are limited to ${maxHeaderBytes} bytes.`,
+          }),
+        );
+      }
     })
     .onError(({ error, request, code }) => {
       if (code === "NOT_FOUND") {
@@ -129,6 +186,12 @@ export function createIngressApp(deps: IngressDeps) {
       if (code === "PARSE") {
         return problemResponse(new MalformedJsonError({ detail: "The body could not be parsed." }));
       }
+      if (request.method === "POST" && new URL(request.url).pathname === "/run") {
+        deps.metrics?.runs.inc({
+          outcome: "refused",
+          code: error instanceof SwitchyardError ? error.code : "internal_error",
+        });
+      }
       if (!(error instanceof SwitchyardError)) {
         logger.error({ err: error, path: new URL(request.url).pathname }, "unhandled error");
       }
@@ -136,8 +199,8 @@ export function createIngressApp(deps: IngressDeps) {
     })
     .post(
       "/run",
-      async ({ request }) => {
-        const client = await authenticate(request);
+      async ({ request, server }) => {
+        const client = await authenticate(request, server);
         const body = validateRunRequest(await readJsonBody(request, deps.limits.maxBodyBytes));
         const route = deps.routes.route(body.route);
         if (!route || !routeAllowed(client.routes, body.route)) {
@@ -155,6 +218,9 @@ export function createIngressApp(deps: IngressDeps) {
             ],
           });
         }
+        if (body.callback_url !== undefined) {
+          checkCallbackAtSubmit(client, body.callback_url, deps.callbackPolicy ?? {});
+        }
         requireNats();
         const traceparent = traceparentFrom(request.headers.get("traceparent"));
         const outcome = await deps.submitter.submit(client, body, traceparent);
@@ -165,6 +231,7 @@ export function createIngressApp(deps: IngressDeps) {
           route: body.route,
           trace_id: traceIdOf(traceparent),
         };
+        deps.metrics?.runs.inc({ outcome: outcome.created ? "accepted" : "replayed", code: "" });
         if (outcome.created) {
           logger.info(fields, "run accepted");
           return json(outcome.job, 202, { location: `/jobs/${outcome.job.job_id}`, traceparent });
@@ -174,8 +241,8 @@ export function createIngressApp(deps: IngressDeps) {
       },
       { parse: "none" },
     )
-    .get("/jobs/:job_id", async ({ request, params }) => {
-      const client = await authenticate(request);
+    .get("/jobs/:job_id", async ({ request, params, server }) => {
+      const client = await authenticate(request, server);
       const notFound = () =>
         new JobNotFoundError({ detail: "No job with this id exists for this client." });
       if (!JOB_ID_PATTERN.test(params.job_id)) throw notFound();
@@ -186,6 +253,17 @@ export function createIngressApp(deps: IngressDeps) {
       if (!view) throw notFound();
       return json(toJobResource(view), 200);
     })
+    .post(
+      EXECUTOR_REPORT_PATH,
+      ({ request, params }) => {
+        if (!deps.executorReports) {
+          throw new NotFoundError({ detail: "Executor reports are not enabled here." });
+        }
+        requireNats();
+        return deps.executorReports.handle(request, params.job_id);
+      },
+      { parse: "none" },
+    )
     .get("/healthz", () => json({ status: "ok" }, 200))
     .get("/readyz", async () =>
       (await deps.ready()) ? json({ status: "ready" }, 200) : json({ status: "not_ready" }, 503),
@@ -193,7 +271,7 @@ export function createIngressApp(deps: IngressDeps) {
     .get("/openapi.json", () => json(deps.openapi, 200))
     .get("/metrics", async () => {
       if (!deps.metrics) return new Response("", { status: 404 });
-      const { contentType, body } = await deps.metrics();
+      const { contentType, body } = await deps.metrics.expose();
       return new Response(body, { headers: { "content-type": contentType } });
     });
 }

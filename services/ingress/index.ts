@@ -1,11 +1,16 @@
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
 import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared/ids/index.ts";
-import { createJobReader } from "../../shared/jobs/index.ts";
+import { createJobReader, startJobViewCache } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { callbackEgressPolicy } from "../callback/settings.ts";
+import { openDispatchIndex } from "../executor/index.ts";
 import type { HubConnection } from "../runtime/hub.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
+import { createAuthFailureLimiter } from "./auth-limit.ts";
+import { createExecutorReportHandler } from "./executor-reports.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 import { createRunSubmitter } from "./submit-run.ts";
@@ -21,6 +26,7 @@ export interface IngressDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly ids: IdGenerator;
+  readonly metrics?: HubMetrics;
 }
 
 export interface RunningIngress {
@@ -33,7 +39,9 @@ export interface RunningIngress {
 /** Starts the Client API HTTP server on config.server.host/port. */
 export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const { hub, config, logger, clock } = deps;
-  const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm });
+  // GET /jobs and replays answer from an in-process view cache fed by a KV watch (misses read KV).
+  const cache = await startJobViewCache(hub.jobs, { logger });
+  const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
   let draining = false;
   const app = createIngressApp({
     auth: await createAuthenticator(config.clients),
@@ -49,14 +57,32 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     }),
     reader,
     rateLimiter: createRateLimiter(clock),
+    authFailures: createAuthFailureLimiter(clock, config.server.auth_failures_per_minute),
+    trustProxyHops: config.server.trust_proxy_hops,
     limits: {
       maxBodyBytes: config.server.max_body_bytes,
       maxUrlLength: config.server.max_url_length,
+      maxHeaderBytes: config.server.max_header_bytes,
     },
     logger,
     natsConnected: hub.connected,
     ready: async () => !draining && (await hub.topologyReady()),
     openapi: buildOpenApiDocument(),
+    callbackPolicy: callbackEgressPolicy(config.callbacks),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    executorReports: createExecutorReportHandler({
+      js: hub.js,
+      jsm: hub.jsm,
+      routes: config.routes,
+      index: await openDispatchIndex(hub.nc, {
+        replicas: config.nats.replicas,
+        ttlMs: parseDuration(config.nats.events_max_age),
+      }),
+      clock,
+      ids: deps.ids,
+      logger: logger.child({ component: "executor-reports" }),
+      maxBodyBytes: config.server.max_body_bytes,
+    }),
   });
   app.listen({
     hostname: config.server.host,
@@ -74,6 +100,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     async stop() {
       draining = true;
       await app.stop(false);
+      await cache.stop();
     },
   };
 }

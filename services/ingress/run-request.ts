@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import type { ValueError } from "@sinclair/typebox/value";
 import { type FieldError, InvalidRequestError } from "../../shared/errors/index.ts";
 import "../../shared/schema/formats.ts";
 
@@ -53,11 +54,16 @@ function escapePointer(key: string): string {
   return key.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
-function messageFor(error: { message: string; path: string }): string {
+function messageFor(error: ValueError): string {
   if (error.path === "/callback_url" && error.message.includes("format")) {
     return "must be an absolute http or https URL";
   }
   if (error.message.startsWith("Expected required property")) return "is required";
+  if (error.message.startsWith("Expected string length greater or equal"))
+    return "must not be empty";
+  if (error.message.startsWith("Expected string length less or equal")) {
+    return `must be at most ${String(error.schema.maxLength)} characters`;
+  }
   if (error.message.startsWith("Expected string")) return "must be a string";
   if (error.message.startsWith("Expected object")) return "must be an object";
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
@@ -83,6 +89,9 @@ export function validateRunRequest(value: unknown): RunRequest {
       });
     }
   }
+  // The compiled check is cheap; the error walk (an iterator over the schema) runs only for bodies
+  // that fail, so a valid request pays for one pass.
+  if (errors.length === 0 && checker.Check(value)) return value as RunRequest;
   const seen = new Set(errors.map((e) => e.pointer));
   for (const error of checker.Errors(value)) {
     // TypeBox also reports unknown properties; those are already worded above.

@@ -56,7 +56,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
   const { logger } = deps;
   const durable = deps.durable ?? TOPOLOGY.consumers.projector;
   const maxBatch = deps.maxBatch ?? 1000;
-  const cache = new Map<string, Cached>();
+  // Two generations instead of one LRU map (see remember): no delete-then-iterate-from-the-front.
+  let cache = new Map<string, Cached>();
+  let oldCache = new Map<string, Cached>();
   let messages: ConsumerMessages | undefined;
   let queue: JsMsg[] = [];
   let wake: (() => void) | undefined;
@@ -64,18 +66,32 @@ export function createProjector(deps: ProjectorDeps): Projector {
   let applied = 0;
   let loopDone: Promise<void> = Promise.resolve();
 
+  /**
+   * Writes go to the young generation; when it holds half the budget it becomes the old one and
+   * the previous old one is dropped. A Map that is only ever appended to and replaced keeps
+   * lookups and inserts O(1) (JSC iterates past deleted slots, which made LRU eviction O(n)).
+   */
   const remember = (key: string, entry: Cached) => {
-    cache.delete(key);
     cache.set(key, entry);
-    if (cache.size > CACHE_LIMIT) {
-      const oldest = cache.keys().next().value;
-      if (oldest !== undefined) cache.delete(oldest);
+    if (cache.size >= CACHE_LIMIT / 2) {
+      oldCache = cache;
+      cache = new Map();
     }
   };
+  const forget = (key: string) => {
+    cache.delete(key);
+    oldCache.delete(key);
+  };
 
-  const load = async (key: string): Promise<Cached> => {
-    const hit = cache.get(key);
+  /**
+   * The job's view and KV revision. `fresh`: the group starts with the job's run.requested, so the
+   * key almost surely does not exist yet; skip the read and let kv.create (compare-and-set on "no
+   * key") prove it. If it does exist (a redelivery), the create fails and the group is re-read.
+   */
+  const load = async (key: string, fresh: boolean): Promise<Cached & { guessed?: boolean }> => {
+    const hit = cache.get(key) ?? oldCache.get(key);
     if (hit) return hit;
+    if (fresh) return { view: null, revision: 0, guessed: true };
     const entry = await deps.kv.get(key);
     if (entry?.operation !== "PUT" || entry.length === 0) {
       return { view: null, revision: entry?.revision ?? 0 };
@@ -84,8 +100,8 @@ export function createProjector(deps: ProjectorDeps): Projector {
   };
 
   /** Folds one job's messages into its view and writes it; false when the write must be retried. */
-  const applyGroup = async (key: string, msgs: JsMsg[]): Promise<boolean> => {
-    const start = await load(key);
+  const applyGroup = async (key: string, msgs: JsMsg[], guess = true): Promise<boolean> => {
+    const start = await load(key, guess && msgs[0]?.subject.endsWith(".run") === true);
     let state: JobState = start.view;
     let changed = false;
     const settled: JsMsg[] = [];
@@ -135,7 +151,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
         remember(key, { view: state, revision });
       } catch (err) {
         // Another writer moved the key, or NATS is away: forget the cache and retry from KV.
-        cache.delete(key);
+        forget(key);
+        // The view existed after all (a redelivered run.requested): read it and fold again.
+        if (start.guessed) return applyGroup(key, msgs, false);
         logger.warn({ key, err: (err as Error).message }, "view write failed; retrying");
         return false;
       }
@@ -166,7 +184,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       const results = await Promise.all(
         [...groups].map(async ([key, msgs]) => {
           const ok = await applyGroup(key, msgs).catch((err: unknown) => {
-            cache.delete(key);
+            forget(key);
             logger.error({ key, err: (err as Error).message }, "projection failed; retrying");
             return false;
           });

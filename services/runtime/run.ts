@@ -2,13 +2,17 @@ import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable } from "../../shared/config/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createExecutor } from "../executor/index.ts";
+import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
+import { callbackSettings, createCallbackService } from "../callback/index.ts";
+import { startExecutorService } from "../executor/index.ts";
 import { type RunningIngress, startIngress } from "../ingress/index.ts";
 import { createProjector } from "../projector/index.ts";
 import { startAdminServer } from "./admin.ts";
+import { startAuditCheckpoints } from "./audit.ts";
+import { startConsumerStats } from "./consumer-stats.ts";
 import { connectHub, type HubConnection } from "./hub.ts";
 
-export const SERVICE_NAMES = ["ingress", "projector", "executor"] as const;
+export const SERVICE_NAMES = ["ingress", "projector", "executor", "callback"] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export interface RunDeps {
@@ -16,10 +20,13 @@ export interface RunDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly ids: IdGenerator;
+  /** Defaults to a fresh registry; /metrics exposes it. */
+  readonly metrics?: HubMetrics;
 }
 
 export interface RunningHub {
   readonly hub: HubConnection;
+  readonly metrics: HubMetrics;
   readonly ingress?: RunningIngress;
   /** Graceful stop: intake first, then in-flight work, then the NATS connection. */
   stop(): Promise<void>;
@@ -40,34 +47,43 @@ export async function startServices(
 ): Promise<RunningHub> {
   const { config, logger } = deps;
   const hub = await connectHub(config, logger, services.join("+"));
+  const metrics = deps.metrics ?? createMetrics();
   const stoppables: Stoppable[] = [];
   let ingress: RunningIngress | undefined;
   let draining = false;
   const ready = async () => !draining && (await hub.topologyReady());
 
   if (services.includes("ingress")) {
-    ingress = await startIngress({ hub, ...deps, logger: logger.child({ component: "ingress" }) });
+    ingress = await startIngress({
+      hub,
+      ...deps,
+      metrics,
+      logger: logger.child({ component: "ingress" }),
+    });
     stoppables.push({ name: "ingress", stop: ingress.stop });
   } else {
     const admin = startAdminServer({
       host: config.admin.host,
       port: config.admin.port,
       ready,
+      metrics: metrics.expose,
       logger,
     });
     stoppables.push({ name: "admin", stop: admin.stop });
   }
   if (services.includes("executor")) {
-    const executor = createExecutor({
+    const executor = await startExecutorService({
+      nc: hub.nc,
       js: hub.js,
       jsm: hub.jsm,
+      config,
       routes: createRouteTable(config),
       logger: logger.child({ component: "executor" }),
       clock: deps.clock,
       ids: deps.ids,
       concurrency: 64,
+      metrics,
     });
-    await executor.start();
     stoppables.push({ name: "executor", stop: executor.stop });
   }
   if (services.includes("projector")) {
@@ -79,9 +95,29 @@ export async function startServices(
     });
     await projector.start();
     stoppables.push({ name: "projector", stop: projector.stop });
+    const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
+    if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });
   }
+  if (services.includes("callback")) {
+    const routes = createRouteTable(config);
+    const callback = createCallbackService({
+      js: hub.js,
+      jsm: hub.jsm,
+      settings: callbackSettings(config),
+      client: routes.client,
+      logger: logger.child({ component: "callback" }),
+      clock: deps.clock,
+      ids: deps.ids,
+      metrics,
+    });
+    await callback.start();
+    stoppables.push({ name: "callback", stop: callback.stop });
+  }
+  const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 5_000 });
+  stoppables.push({ name: "consumer stats", stop: stats.stop });
   return {
     hub,
+    metrics,
     ...(ingress ? { ingress } : {}),
     async stop() {
       draining = true;

@@ -28,6 +28,11 @@ export function decodeEvent(bytes: Uint8Array): JobEvent {
   } catch (err) {
     throw new PoisonMessageError("event is not JSON", { cause: err });
   }
+  return checkEvent(value);
+}
+
+/** Validates an already parsed value against the event union. */
+export function checkEvent(value: unknown): JobEvent {
   if (!checker.Check(value)) {
     const first = checker.Errors(value).First();
     throw new PoisonMessageError(

@@ -12,6 +12,26 @@ import { StorageFullError, type SwitchyardError, UnavailableError } from "../err
 const STORAGE_FULL_CODES = new Set([10023, 10026, 10027, 10028, 10047]);
 
 /**
+ * True when the error, or one it wraps, is a connection-level NATS failure. During a leader
+ * election a cluster answers "no responders", which nats.js wraps in a JetStreamNotEnabled error
+ * (not exported); the wrapped RequestError is what identifies it.
+ */
+function isTransient(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (
+      e instanceof TimeoutError ||
+      e instanceof NoRespondersError ||
+      e instanceof ClosedConnectionError ||
+      e instanceof DrainingConnectionError ||
+      e instanceof RequestError
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
  * Turns a NATS failure into the hub's typed error: storage full, or unavailable (a timeout, no
  * responders, a closed or draining connection). Both mean "not persisted": the caller may retry
  * with the same request_id. Returns undefined for errors that are not about availability.
@@ -40,13 +60,7 @@ export function classifyNatsError(err: unknown, retryAfterSec = 2): SwitchyardEr
     }
     return undefined;
   }
-  if (
-    err instanceof TimeoutError ||
-    err instanceof NoRespondersError ||
-    err instanceof ClosedConnectionError ||
-    err instanceof DrainingConnectionError ||
-    err instanceof RequestError
-  ) {
+  if (isTransient(err)) {
     return new UnavailableError({
       detail:
         "The event store is not reachable; nothing was persisted. Retry with the same request_id.",

@@ -3,5 +3,6 @@ export * from "./codec.ts";
 export * from "./consumers.ts";
 export * from "./errors.ts";
 export * from "./read.ts";
+export * from "./stream-reader.ts";
 export * from "./subjects.ts";
 export * from "./topology.ts";

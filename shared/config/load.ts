@@ -45,6 +45,7 @@ function substituteEnv(
   env: Readonly<Record<string, string | undefined>>,
   pointer: string,
   issues: ConfigIssue[],
+  seen: WeakSet<object> = new WeakSet(),
 ): unknown {
   if (typeof value === "string") {
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
@@ -59,12 +60,23 @@ function substituteEnv(
       return found;
     });
   }
-  if (Array.isArray(value))
-    return value.map((v, i) => substituteEnv(v, env, `${pointer}/${i}`, issues));
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, substituteEnv(v, env, `${pointer}/${k}`, issues)]),
-    );
+    // YAML aliases can make a value contain itself; a config never needs that.
+    if (seen.has(value)) {
+      issues.push({ key: pointerToKey(pointer), message: "refers to itself through a YAML alias" });
+      return null;
+    }
+    seen.add(value);
+    const out = Array.isArray(value)
+      ? value.map((v, i) => substituteEnv(v, env, `${pointer}/${i}`, issues, seen))
+      : Object.fromEntries(
+          Object.entries(value).map(([k, v]) => [
+            k,
+            substituteEnv(v, env, `${pointer}/${k}`, issues, seen),
+          ]),
+        );
+    seen.delete(value);
+    return out;
   }
   return value;
 }

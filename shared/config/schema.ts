@@ -58,13 +58,73 @@ const BuiltinExecutor = Type.Object(
   { additionalProperties: false },
 );
 
+/** Completion callbacks: egress policy, per-attempt budget and the default retry schedule. */
+const CallbacksConfig = Type.Object(
+  {
+    allow_cidrs: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: "CIDR blocks callbacks may reach although they are private or special-purpose.",
+    }),
+    allow_private: Type.Boolean({
+      default: false,
+      description: "Development only: allow every special range except cloud metadata.",
+    }),
+    timeout: Duration("15s", "Budget of one attempt: DNS, connect, TLS, request and response."),
+    retry_schedule: Type.Array(Type.String({ pattern: DURATION_PATTERN }), {
+      maxItems: 30,
+      default: ["5s", "5m", "30m", "2h", "5h", "10h", "10h"],
+      description: "Delays before each retry; the first attempt is immediate.",
+    }),
+    jitter: Type.Number({ minimum: 0, maximum: 0.5, default: 0.2 }),
+    max_retry_after: Duration("1h", "Longest Retry-After a receiver can ask for."),
+    concurrency: Type.Integer({ minimum: 1, maximum: 1024, default: 32 }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+/** An HTTP executor: tasks are POSTed, signed with Standard Webhooks (docs/executors.md). */
+const HttpExecutor = Type.Object(
+  {
+    kind: Type.Literal("http"),
+    url: Type.String({ pattern: "^https?://", maxLength: 2048 }),
+    /** Signing secret of the task POSTs, `whsec_…`; keep it in the environment (`${ENV}`). */
+    secret: Type.String({ pattern: "^whsec_[A-Za-z0-9+/=]+$" }),
+    /** SHA-256 of the executor's report tokens (POST /executor/v1/jobs/{id}/events). */
+    token_sha256: Type.Array(Type.String({ pattern: "^[0-9a-f]{64}$" }), {
+      default: [],
+      uniqueItems: true,
+    }),
+    timeout: Duration("30s", "Budget of one task POST."),
+    max_attempts: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
+    retry_backoff: Type.Array(Type.String({ pattern: DURATION_PATTERN }), {
+      minItems: 1,
+      maxItems: 50,
+      default: ["1s", "5s", "30s", "2m"],
+      description: "Delay before retry n (the last entry repeats).",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** A NATS executor: tasks go to the work queue sy.task.<route>, pulled by shared/worker. */
+const NatsExecutor = Type.Object(
+  {
+    kind: Type.Literal("nats"),
+    ack_wait: Duration("30s", "How long a silent worker keeps a task before it is redelivered."),
+    max_deliver: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
+  },
+  { additionalProperties: false },
+);
+
 const RouteConfig = Type.Object(
   {
     key: Type.String({ pattern: ROUTE_KEY_PATTERN, maxLength: 128 }),
     enabled: Type.Boolean({ default: true }),
     max_input_bytes: Type.Integer({ minimum: 1, maximum: 10_485_760, default: 65_536 }),
     deadline: Duration("15m", "How long a job may stay non-final before it errors."),
-    executor: BuiltinExecutor,
+    /** Tasks of this route in flight at once, over every executor replica and worker. */
+    concurrency: Type.Integer({ minimum: 1, maximum: 10_000, default: 16 }),
+    executor: Type.Union([BuiltinExecutor, HttpExecutor, NatsExecutor]),
     tool_set: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
@@ -79,6 +139,23 @@ export const ConfigSchema = Type.Object(
         base_url: Type.Optional(Type.String({ pattern: "^https?://" })),
         max_body_bytes: Type.Integer({ minimum: 1024, maximum: 16_777_216, default: 1_048_576 }),
         max_url_length: Type.Integer({ minimum: 256, maximum: 65_536, default: 4096 }),
+        max_header_bytes: Type.Integer({
+          minimum: 1024,
+          maximum: 16_384,
+          default: 8192,
+          description: "Request header limit (431); Bun itself refuses above 16 KiB.",
+        }),
+        auth_failures_per_minute: Type.Integer({
+          minimum: 1,
+          default: 30,
+          description: "Failed authentications per source address before 429 (docs/security.md).",
+        }),
+        trust_proxy_hops: Type.Integer({
+          minimum: 0,
+          maximum: 10,
+          default: 0,
+          description: "Proxies in front whose X-Forwarded-For entries are trusted; 0: none.",
+        }),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -111,8 +188,22 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    audit: Type.Object(
+      {
+        checkpoint_interval: Duration("1m", "How often signed audit checkpoints are appended."),
+        signing_key_pem: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description: "Ed25519 private key (PKCS#8 PEM); no key, no checkpoints.",
+          }),
+        ),
+        key_id: Type.String({ minLength: 1, default: "switchyard-audit-1" }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     clients: Type.Array(ClientConfig, { default: [] }),
     routes: Type.Array(RouteConfig, { default: [] }),
+    callbacks: CallbacksConfig,
   },
   { additionalProperties: false },
 );
@@ -120,4 +211,7 @@ export const ConfigSchema = Type.Object(
 export type Config = Static<typeof ConfigSchema>;
 export type ClientConfig = Static<typeof ClientConfig>;
 export type RouteConfig = Static<typeof RouteConfig>;
+export type HttpExecutorConfig = Static<typeof HttpExecutor>;
+export type NatsExecutorConfig = Static<typeof NatsExecutor>;
 export type JwtConfig = Static<typeof JwtConfig>;
+export type CallbacksConfig = Static<typeof CallbacksConfig>;

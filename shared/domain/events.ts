@@ -52,6 +52,8 @@ export const CallbackAttemptedData = Type.Object(
     duration_ms: Type.Number({ minimum: 0 }),
     error_class: Type.Optional(Type.String()),
     next_attempt_at: Type.Optional(Timestamp),
+    /** Stream sequence of the callback.redelivery_requested this attempt serves; absent for the original delivery. */
+    redelivery_seq: Type.Optional(Type.Integer({ minimum: 1 })),
   },
   { additionalProperties: false },
 );
@@ -63,6 +65,16 @@ export const CallbackFailedData = Type.Object(
   {
     attempts: Type.Integer({ minimum: 0 }),
     reason: Type.Union([Type.Literal("exhausted"), Type.Literal("gone"), Type.Literal("refused")]),
+  },
+  { additionalProperties: false },
+);
+
+/** An operator asked to send a settled (delivered or failed) callback again. */
+export const CallbackRedeliveryRequestedData = Type.Object(
+  {
+    /** Attempts recorded before this request; a redelivery's attempts continue from here. */
+    attempts: Type.Integer({ minimum: 0 }),
+    requested_by: Type.Optional(Type.String({ maxLength: 128 })),
   },
   { additionalProperties: false },
 );
@@ -91,6 +103,10 @@ export const JobRejected = envelope("job.rejected", JobRejectedData);
 export const CallbackAttempted = envelope("callback.attempted", CallbackAttemptedData);
 export const CallbackDelivered = envelope("callback.delivered", CallbackDeliveredData);
 export const CallbackFailed = envelope("callback.failed", CallbackFailedData);
+export const CallbackRedeliveryRequested = envelope(
+  "callback.redelivery_requested",
+  CallbackRedeliveryRequestedData,
+);
 
 /** Every job event schema, keyed by type: the source of schemas/events/*.json. */
 export const EVENT_SCHEMAS = {
@@ -103,6 +119,7 @@ export const EVENT_SCHEMAS = {
   "callback.attempted": CallbackAttempted,
   "callback.delivered": CallbackDelivered,
   "callback.failed": CallbackFailed,
+  "callback.redelivery_requested": CallbackRedeliveryRequested,
 } as const;
 
 export const JobEvent = Type.Union(Object.values(EVENT_SCHEMAS), {
@@ -124,6 +141,7 @@ export type JobRejected = DeepReadonly<Static<typeof JobRejected>>;
 export type CallbackAttempted = DeepReadonly<Static<typeof CallbackAttempted>>;
 export type CallbackDelivered = DeepReadonly<Static<typeof CallbackDelivered>>;
 export type CallbackFailed = DeepReadonly<Static<typeof CallbackFailed>>;
+export type CallbackRedeliveryRequested = DeepReadonly<Static<typeof CallbackRedeliveryRequested>>;
 
 /** The job event union: past-tense facts, never commands. */
 export type JobEvent =
@@ -135,7 +153,8 @@ export type JobEvent =
   | JobRejected
   | CallbackAttempted
   | CallbackDelivered
-  | CallbackFailed;
+  | CallbackFailed
+  | CallbackRedeliveryRequested;
 
 export type JobEventType = JobEvent["type"];
 export type EventOf<T extends JobEventType> = Extract<JobEvent, { type: T }>;
@@ -158,6 +177,7 @@ export function streamKindOf(type: JobEventType): EventStreamKind {
     case "callback.attempted":
     case "callback.delivered":
     case "callback.failed":
+    case "callback.redelivery_requested":
       return "cb";
     default: {
       const unreachable: never = type;

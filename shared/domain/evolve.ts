@@ -128,6 +128,28 @@ export function transition(state: JobState, event: JobEvent): Transition {
             : { last_attempt_at: view.callback.last_attempt_at }),
         },
       }));
+    case "callback.redelivery_requested": {
+      // Only a settled callback can be sent again; a pending one is still being retried.
+      if (state === null) return { applied: false, state, reason: "unknown_job" };
+      if (state.callback === undefined) {
+        return { applied: false, state, reason: "no_callback_pending" };
+      }
+      if (state.callback.status === "pending") {
+        return { applied: false, state, reason: "illegal_transition" };
+      }
+      const { last_attempt_at } = state.callback;
+      return {
+        applied: true,
+        state: {
+          ...state,
+          callback: {
+            status: "pending",
+            attempts: state.callback.attempts,
+            ...(last_attempt_at === undefined ? {} : { last_attempt_at }),
+          },
+        },
+      };
+    }
     default: {
       const unreachable: never = event;
       return unreachable;

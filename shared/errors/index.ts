@@ -64,6 +64,12 @@ export class RequestConflictError extends define(
   409,
   "request_id already used with a different body",
 ) {}
+/** An executor report that the job's current status does not allow (e.g. the job is final). */
+export class JobStateConflictError extends define(
+  "job_state_conflict",
+  409,
+  "The job's status does not allow this report",
+) {}
 export class PayloadTooLargeError extends define(
   "payload_too_large",
   413,

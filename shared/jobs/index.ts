@@ -1,1 +1,2 @@
 export * from "./reader.ts";
+export * from "./view-cache.ts";

@@ -3,10 +3,13 @@ import type { KV } from "@nats-io/kv";
 import { readLastEvent } from "../bus/read.ts";
 import { jobViewKey } from "../bus/subjects.ts";
 import { evolve, type JobState, type JobView } from "../domain/index.ts";
+import type { JobViewCache } from "./view-cache.ts";
 
 export interface JobReader {
   /** The client's job, or null when the client has no such job. */
   get(clientId: string, jobId: string): Promise<JobView | null>;
+  /** The view from the in-process cache only (no I/O); undefined when not cached. */
+  cached?(clientId: string, jobId: string): JobView | undefined;
 }
 
 const decoder = new TextDecoder();
@@ -19,7 +22,10 @@ const decoder = new TextDecoder();
 export function createJobReader(deps: {
   readonly kv: KV;
   readonly jsm: JetStreamManager;
+  /** Optional in-process cache fed by a KV watch (view-cache.ts); misses read KV as before. */
+  readonly cache?: JobViewCache;
 }): JobReader {
+  const { cache } = deps;
   const fromStream = async (clientId: string, jobId: string): Promise<JobView | null> => {
     const run = await readLastEvent(deps.jsm, clientId, jobId, "run");
     if (!run) return null;
@@ -39,11 +45,16 @@ export function createJobReader(deps: {
 
   return {
     async get(clientId, jobId) {
-      const entry = await deps.kv.get(jobViewKey(clientId, jobId));
+      const key = jobViewKey(clientId, jobId);
+      const hit = cache?.get(key);
+      if (hit) return hit;
+      const entry = await deps.kv.get(key);
       if (entry && entry.operation === "PUT" && entry.length > 0) {
+        cache?.remember(key, entry.revision, entry.value);
         return JSON.parse(decoder.decode(entry.value)) as JobView;
       }
       return fromStream(clientId, jobId);
     },
+    cached: (clientId, jobId) => cache?.get(jobViewKey(clientId, jobId)),
   };
 }

@@ -210,7 +210,7 @@ describe("overlays", () => {
     RENDER_MS,
   );
 
-  test("prod runs more replicas of every service than dev", () => {
+  test("prod runs more replicas of every scalable service than dev; one projector in both", () => {
     const replicas = (objects: readonly K8sObject[], svc: string) => {
       if (svc === "ingress") {
         const hpa = named<{ spec: { minReplicas: number } }>(
@@ -226,7 +226,12 @@ describe("overlays", () => {
     const prod = render("overlays/prod");
     for (const svc of SERVICES) {
       expect(replicas(dev, svc)).toBe(1);
-      expect(replicas(prod, svc)).toBeGreaterThan(1);
+      if (svc === "projector") expect(replicas(prod, svc)).toBe(1);
+      else expect(replicas(prod, svc)).toBeGreaterThan(1);
+    }
+    for (const overlay of [dev, prod]) {
+      const projector = named<IDeployment>(overlay, "Deployment", "switchyard-projector");
+      expect(projector.spec?.strategy?.type).toBe("Recreate");
     }
   });
 

@@ -102,3 +102,10 @@ describe("config loader", () => {
     expect(routeAllowed([], "demo.echo")).toBe(false);
   });
 });
+
+describe("config loader on hostile YAML", () => {
+  test("a value that contains itself through an alias is a ConfigError, not a crash", () => {
+    const issues = issuesOf(`${minimal}\nlog: &a { level: info, again: *a }\n`);
+    expect(issues.some((i) => i.includes("refers to itself"))).toBe(true);
+  });
+});

@@ -208,6 +208,49 @@ describe("evolve: the job status machine", () => {
     expect(after.applied).toBe(false);
   });
 
+  test("callback.redelivery_requested re-opens a settled callback, never the status", () => {
+    let state: JobState = replay([requested(true), statusEvents["job.done"] as JobEvent]);
+    const request: JobEvent = {
+      ...base,
+      id: "r1",
+      type: "callback.redelivery_requested",
+      data: { attempts: 2, requested_by: "ops" },
+    };
+    // Pending (still retrying): a redelivery request is not legal.
+    const early = transition(state, request);
+    expect(early.applied === false && early.reason).toBe("illegal_transition");
+    state = evolve(state, {
+      ...base,
+      id: "c1",
+      type: "callback.attempted",
+      data: { attempt: 2, status_code: 410, duration_ms: 4 },
+    });
+    state = evolve(state, {
+      ...base,
+      id: "c2",
+      type: "callback.failed",
+      data: { attempts: 2, reason: "gone" },
+    });
+    const reopened = transition(state, request);
+    expect(reopened.applied).toBe(true);
+    expect(reopened.state?.status).toBe("done");
+    expect(reopened.state?.callback).toEqual({
+      status: "pending",
+      attempts: 2,
+      last_attempt_at: T1,
+    });
+    const delivered = evolve(reopened.state, {
+      ...base,
+      id: "c3",
+      type: "callback.delivered",
+      data: { attempts: 3 },
+    });
+    expect(delivered?.callback).toMatchObject({ status: "delivered", attempts: 3 });
+    const none = transition(evolve(null, requested(false)), request);
+    expect(none.applied === false && none.reason).toBe("no_callback_pending");
+    expect(transition(null, request).applied).toBe(false);
+  });
+
   test("callback events on a job without callback_url are ignored", () => {
     const state = evolve(null, requested(false));
     const result = transition(state, {

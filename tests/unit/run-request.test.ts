@@ -90,3 +90,12 @@ describe("run request validation", () => {
     expect(refusal(body).errors?.[0]?.message).toBe("must be a JSON object");
   });
 });
+
+describe("run request length messages", () => {
+  test("an empty request_id says so, a long one names the limit", () => {
+    expect(refusal({ ...valid, request_id: "" }).errors?.[0]?.message).toBe("must not be empty");
+    expect(refusal({ ...valid, request_id: "x".repeat(256) }).errors?.[0]?.message).toBe(
+      "must be at most 255 characters",
+    );
+  });
+});
