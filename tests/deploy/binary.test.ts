@@ -96,7 +96,10 @@ routes:
       const codes = await Promise.all(services.map((s) => s.proc.exited));
       // On failure, show what the services said while stopping.
       const said = services.map((s) => s.out.text.split("\n").slice(-5).join("\n")).join("\n---\n");
-      expect({ codes, said: codes.every((c) => c === 0) ? "" : said }).toEqual({ codes: [0, 0, 0], said: "" });
+      expect({ codes, said: codes.every((c) => c === 0) ? "" : said }).toEqual({
+        codes: [0, 0, 0],
+        said: "",
+      });
     } finally {
       for (const s of services) s.proc.kill("SIGKILL");
       await rm(dir, { recursive: true, force: true });
