@@ -13,6 +13,7 @@ import {
   readLastEvent,
   subjectFilters,
   TOPOLOGY,
+  TRACEPARENT_HEADER,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
@@ -27,6 +28,7 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { deliverWebhook, type Resolver } from "../../shared/net/index.ts";
+import { traceIdOf } from "../../shared/trace/index.ts";
 import { webhookHeaders } from "../../shared/webhooks/index.ts";
 import { buildCallbackBody, webhookIdFor } from "./payload.ts";
 import { afterAttempt, type DeliveryTrigger, nextStep } from "./plan.ts";
@@ -100,8 +102,15 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     deps.metrics?.callbackAttempts.inc({ outcome });
 
   /** Appends an outcome; false when another writer appended first (the caller re-decides). */
-  const append = async (event: JobEvent, expected: number): Promise<number | undefined> => {
-    const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: expected });
+  const append = async (
+    event: JobEvent,
+    expected: number,
+    traceparent?: string,
+  ): Promise<number | undefined> => {
+    const result = await appendEvent(deps.js, event, {
+      expectedLastSubjectSeq: expected,
+      ...(traceparent ? { traceparent } : {}),
+    });
     return result.kind === "conflict" ? undefined : result.seq;
   };
 
@@ -111,13 +120,23 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     view: JobView,
     url: string,
   ): Promise<void> => {
-    const log = logger.child({ job_id: view.job_id, client_id: view.client_id });
+    // The run's trace context, carried by the event that triggered this delivery.
+    const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
+    const log = logger.child({
+      job_id: view.job_id,
+      client_id: view.client_id,
+      ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
+    });
     const last = await readLastEvent(deps.jsm, view.client_id, view.job_id, "cb");
     const lastSeq = last?.seq ?? 0;
     const canRedeliver = msg.info.deliveryCount < maxDeliver;
     const step = nextStep(trigger, last, nowMs());
     const fail = async (attempts: number, reason: "exhausted" | "gone" | "refused") => {
-      const seq = await append(cbEvent(view, "callback.failed", { attempts, reason }), lastSeq);
+      const seq = await append(
+        cbEvent(view, "callback.failed", { attempts, reason }),
+        lastSeq,
+        traceparent,
+      );
       if (seq === undefined) return msg.nak(REDECIDE_DELAY_MS);
       log.warn({ attempts, reason }, "callback failed");
       msg.ack();
@@ -129,6 +148,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       const seq = await append(
         cbEvent(view, "callback.delivered", { attempts: step.attempts }),
         lastSeq,
+        traceparent,
       );
       return seq === undefined ? msg.nak(REDECIDE_DELAY_MS) : msg.ack();
     }
@@ -145,12 +165,15 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       return fail(step.attempt - 1, "refused");
     }
     const body = buildCallbackBody(view);
-    const headers = webhookHeaders({
-      id: webhookIdFor(view.job_id),
-      timestamp: Math.floor(nowMs() / 1000),
-      body,
-      secrets,
-    });
+    const headers: Record<string, string> = {
+      ...webhookHeaders({
+        id: webhookIdFor(view.job_id),
+        timestamp: Math.floor(nowMs() / 1000),
+        body,
+        secrets,
+      }),
+      ...(traceparent ? { traceparent } : {}),
+    };
     // Keep the message ours while the receiver is slow (ack_wait already exceeds the budget).
     const keepAlive = setInterval(() => msg.working(), Math.max(1_000, ackWaitMs(settings) / 3));
     const result = await deliverWebhook({
@@ -181,7 +204,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       ...(nextAt === undefined ? {} : { next_attempt_at: nextAt }),
       ...(trigger.kind === "redelivery" ? { redelivery_seq: trigger.seq } : {}),
     });
-    const attemptedSeq = await append(attempted, lastSeq);
+    const attemptedSeq = await append(attempted, lastSeq, traceparent);
     log.info(
       {
         attempt: step.attempt,
@@ -208,7 +231,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       outcome.kind === "delivered"
         ? cbEvent(view, "callback.delivered", { attempts: step.attempt })
         : cbEvent(view, "callback.failed", { attempts: step.attempt, reason: outcome.reason });
-    const finalSeq = await append(final, attemptedSeq);
+    const finalSeq = await append(final, attemptedSeq, traceparent);
     if (finalSeq === undefined) return msg.nak(REDECIDE_DELAY_MS);
     if (outcome.kind === "failed") log.warn({ reason: outcome.reason }, "callback failed");
     msg.ack();

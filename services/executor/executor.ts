@@ -18,6 +18,7 @@ import { canMove, isFinal, type JobEvent, type RunRequested } from "../../shared
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { traceHeaders, traceIdOf } from "../../shared/trace/index.ts";
 import {
   type CurrentStatus,
   encodeTask,
@@ -197,7 +198,11 @@ export function createExecutor(deps: ExecutorDeps): Executor {
     }
     const run = decoded;
     const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
-    const log = logger.child({ job_id: run.job_id, client_id: run.client_id });
+    const log = logger.child({
+      job_id: run.job_id,
+      client_id: run.client_id,
+      ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
+    });
     // A first delivery assumes "queued" (the append expecting 0 catches anything else); a
     // redelivery reads first, so a finished job is acked without being run again.
     const current = msg.info.redelivered ? await readStatus(deps.jsm, run) : QUEUED;
@@ -248,7 +253,10 @@ export function createExecutor(deps: ExecutorDeps): Executor {
           if (dispatched.kind === "skipped" && dispatched.current.status !== "dispatched") break;
         }
         // The job id as Nats-Msg-Id: a republish after a crash is dropped by the server.
-        await deps.js.publish(taskSubject(route.key), encodeTask(task), { msgID: run.job_id });
+        await deps.js.publish(taskSubject(route.key), encodeTask(task), {
+          msgID: run.job_id,
+          ...(traceparent ? { headers: traceHeaders(traceparent) } : {}),
+        });
         break;
       }
       default: {

@@ -5,6 +5,7 @@ import { canMove, isFinal, type JobStatus } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { traceIdOf } from "../../shared/trace/index.ts";
 import {
   type CurrentStatus,
   decodeTask,
@@ -90,14 +91,19 @@ export function createHttpDispatcher(deps: HttpDispatcherDeps): HttpDispatcher {
     return { kind: "send", attempt, fresh: false };
   };
 
-  const finish = async (task: Task, known: CurrentStatus, intent: StatusIntent) => {
+  const finish = async (
+    task: Task,
+    known: CurrentStatus,
+    intent: StatusIntent,
+    traceparent: string | undefined,
+  ) => {
     const target: JobStatus =
       intent.type === "job.done" ? "done" : intent.type === "job.error" ? "error" : "rejected";
     const result = await writeStatus(
       deps,
       task,
       (c) => (isFinal(c.status) || !canMove(c.status, target) ? undefined : intent),
-      { known },
+      { known, ...(traceparent ? { traceparent } : {}) },
     );
     if (result.kind === "appended") recordTransition(deps.metrics, route.key, result.event, task);
     return result;
@@ -110,7 +116,12 @@ export function createHttpDispatcher(deps: HttpDispatcherDeps): HttpDispatcher {
       msg.term("invalid task");
       return;
     }
-    const log = logger.child({ job_id: task.job_id, client_id: task.client_id });
+    const traceparent = msg.headers?.get("traceparent") || undefined;
+    const log = logger.child({
+      job_id: task.job_id,
+      client_id: task.client_id,
+      ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
+    });
     let current = await readStatus(deps.jsm, task);
     const next = await plan(task, current);
     if (next.kind === "skip") {
@@ -119,21 +130,31 @@ export function createHttpDispatcher(deps: HttpDispatcherDeps): HttpDispatcher {
     }
     const remainingMs = Date.parse(task.deadline) - deps.clock.now().getTime();
     if (remainingMs <= 0) {
-      await finish(task, current, {
-        type: "job.error",
-        data: { code: "deadline_exceeded", message: "the job passed its deadline" },
-      });
+      await finish(
+        task,
+        current,
+        {
+          type: "job.error",
+          data: { code: "deadline_exceeded", message: "the job passed its deadline" },
+        },
+        traceparent,
+      );
       msg.ack();
       return;
     }
     if (next.attempt > executor.max_attempts) {
-      await finish(task, current, {
-        type: "job.error",
-        data: {
-          code: "executor_unavailable",
-          message: `the executor failed ${executor.max_attempts} attempts`,
+      await finish(
+        task,
+        current,
+        {
+          type: "job.error",
+          data: {
+            code: "executor_unavailable",
+            message: `the executor failed ${executor.max_attempts} attempts`,
+          },
         },
-      });
+        traceparent,
+      );
       msg.ack();
       return;
     }
@@ -152,7 +173,7 @@ export function createHttpDispatcher(deps: HttpDispatcherDeps): HttpDispatcher {
           c.seq === current.seq
             ? { type: "job.dispatched", data: { target: "http", attempt: next.attempt } }
             : undefined,
-        { known: current },
+        { known: current, ...(traceparent ? { traceparent } : {}) },
       );
       if (dispatched.kind === "skipped") {
         // Someone else moved the job (a report, the watchdog, another replica): start over.
@@ -174,6 +195,7 @@ export function createHttpDispatcher(deps: HttpDispatcherDeps): HttpDispatcher {
         timeoutMs: Math.min(timeoutMs, remainingMs),
         clock: deps.clock,
         signal: abort.signal,
+        ...(traceparent ? { traceparent } : {}),
       });
     } finally {
       clearInterval(keepAlive);
@@ -187,7 +209,12 @@ export function createHttpDispatcher(deps: HttpDispatcherDeps): HttpDispatcher {
     log.info({ attempt: next.attempt, outcome: outcome.kind }, "task sent");
     switch (outcome.kind) {
       case "done":
-        await finish(task, current, { type: "job.done", data: { output: outcome.output } });
+        await finish(
+          task,
+          current,
+          { type: "job.done", data: { output: outcome.output } },
+          traceparent,
+        );
         msg.ack();
         return;
       case "accepted":
@@ -200,28 +227,43 @@ export function createHttpDispatcher(deps: HttpDispatcherDeps): HttpDispatcher {
         msg.ack();
         return;
       case "refused":
-        await finish(task, current, {
-          type: "job.rejected",
-          data: { code: "executor_refused", message: `the executor answered ${outcome.status}` },
-        });
+        await finish(
+          task,
+          current,
+          {
+            type: "job.rejected",
+            data: { code: "executor_refused", message: `the executor answered ${outcome.status}` },
+          },
+          traceparent,
+        );
         msg.ack();
         return;
       case "bad_response":
-        await finish(task, current, {
-          type: "job.error",
-          data: { code: "executor_bad_response", message: outcome.reason },
-        });
+        await finish(
+          task,
+          current,
+          {
+            type: "job.error",
+            data: { code: "executor_bad_response", message: outcome.reason },
+          },
+          traceparent,
+        );
         msg.ack();
         return;
       case "retry": {
         if (next.attempt >= executor.max_attempts) {
-          await finish(task, current, {
-            type: "job.error",
-            data: {
-              code: "executor_unavailable",
-              message: `the executor failed ${next.attempt} attempts (last: ${outcome.reason})`,
+          await finish(
+            task,
+            current,
+            {
+              type: "job.error",
+              data: {
+                code: "executor_unavailable",
+                message: `the executor failed ${next.attempt} attempts (last: ${outcome.reason})`,
+              },
             },
-          });
+            traceparent,
+          );
           msg.ack();
           return;
         }

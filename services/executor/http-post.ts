@@ -19,6 +19,8 @@ export interface PostTaskInput {
   readonly clock: Clock;
   /** Aborts the request on shutdown. */
   readonly signal: AbortSignal;
+  /** W3C trace context of the run, sent as the traceparent header. */
+  readonly traceparent?: string;
 }
 
 /** Largest response body read from an executor; a result above it is a bad response. */
@@ -34,7 +36,7 @@ function retryAfterMs(value: string | null): number | undefined {
 
 /** The signed request: Standard Webhooks headers with the job id as webhook-id. */
 export function signedTaskRequest(
-  input: Pick<PostTaskInput, "secret" | "task" | "attempt" | "clock">,
+  input: Pick<PostTaskInput, "secret" | "task" | "attempt" | "clock" | "traceparent">,
 ): { body: string; headers: Record<string, string>; payload: HttpTask } {
   const payload = toHttpTask(input.task);
   const body = JSON.stringify(payload);
@@ -47,6 +49,7 @@ export function signedTaskRequest(
       secrets: [input.secret],
     }),
     [ATTEMPT_HEADER]: String(input.attempt),
+    ...(input.traceparent ? { traceparent: input.traceparent } : {}),
   };
   return { body, headers, payload };
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
@@ -13,4 +14,11 @@ export function traceparentFrom(header: string | null | undefined): string {
 /** The trace id part, for log lines. */
 export function traceIdOf(traceparent: string): string {
   return traceparent.split("-")[1] ?? "";
+}
+
+/** NATS headers carrying a traceparent, for messages that are not events (tasks). */
+export function traceHeaders(traceparent: string): MsgHdrs {
+  const h = natsHeaders();
+  h.set("traceparent", traceparent);
+  return h;
 }

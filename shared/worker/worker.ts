@@ -9,6 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { type Clock, systemClock } from "../clock/index.ts";
 import { canMove, isFinal, type JobErrorInfo } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
+import { traceIdOf } from "../trace/index.ts";
 import { decodeTask, TASK_STREAM, type Task, taskConsumerName } from "./protocol.ts";
 import { runPullLoop, TaskSet } from "./pull.ts";
 import { type CurrentStatus, statusAfter, writeStatus } from "./status.ts";
@@ -117,11 +118,23 @@ export function createWorker(options: WorkerOptions): Worker {
       return;
     }
     const ref = { client_id: task.client_id, job_id: task.job_id };
-    const log = { job_id: task.job_id, route: task.route, delivery: msg.info.deliveryCount };
-    const started = await writeStatus(deps(), ref, (c) =>
-      isFinal(c.status) || !canMove(c.status, "running")
-        ? undefined
-        : { type: "job.running", data: {} },
+    // The run's trace context travels on the task message and on every event the worker writes.
+    const traceparent = msg.headers?.get("traceparent") || undefined;
+    const trace = traceparent ? { traceparent } : {};
+    const log = {
+      job_id: task.job_id,
+      route: task.route,
+      delivery: msg.info.deliveryCount,
+      ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
+    };
+    const started = await writeStatus(
+      deps(),
+      ref,
+      (c) =>
+        isFinal(c.status) || !canMove(c.status, "running")
+          ? undefined
+          : { type: "job.running", data: {} },
+      trace,
     );
     if (started.kind === "skipped") {
       // Finished already (by another worker, or the watchdog): nothing to do.
@@ -156,7 +169,7 @@ export function createWorker(options: WorkerOptions): Worker {
     } finally {
       clearInterval(keepAlive);
     }
-    const finished = await writeStatus(deps(), ref, outcome, { known });
+    const finished = await writeStatus(deps(), ref, outcome, { known, ...trace });
     known = statusAfter(finished);
     logger.info(
       { ...log, status: known.status, persisted: finished.kind === "appended" },

@@ -19,6 +19,7 @@ export interface TestClient {
   readonly token: string;
   readonly routes?: readonly string[];
   readonly runsPerMinute?: number;
+  readonly callbackSecrets?: readonly string[];
 }
 
 export interface HubOptions {
@@ -82,7 +83,9 @@ export function hubYaml(
   - id: ${c.id}
     token_sha256: ["${hashToken(c.token)}"]
     routes: ${JSON.stringify(c.routes ?? ["demo.*"])}
-    runs_per_minute: ${c.runsPerMinute ?? 100000}`,
+    runs_per_minute: ${c.runsPerMinute ?? 100000}${
+      c.callbackSecrets ? `\n    callback_secrets: ${JSON.stringify(c.callbackSecrets)}` : ""
+    }`,
     )
     .join("");
   const hasRoutes = /^routes:/m.test(extra);
