@@ -49,18 +49,7 @@ export interface JobView {
 }
 
 /** The public job record of GET /jobs/{job_id} and of a replayed POST /run. */
-export interface JobResource {
-  readonly job_id: string;
-  readonly request_id: string;
-  readonly route: string;
-  readonly status: JobStatus;
-  readonly created_at: string;
-  readonly updated_at: string;
-  readonly completed_at?: string;
-  readonly output?: unknown;
-  readonly error?: JobErrorInfo;
-  readonly callback?: CallbackView;
-}
+export type JobResource = Omit<JobView, "client_id" | "fingerprint" | "seq">;
 
 /** Strips the internal fields of a view. */
 export function toJobResource(view: JobView): JobResource {

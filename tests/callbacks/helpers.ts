@@ -1,4 +1,3 @@
-import { Writable } from "node:stream";
 import {
   type CallbackService,
   callbackSettings,
@@ -11,9 +10,9 @@ import { systemClock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseConfig } from "../../shared/config/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
-import { createLogger } from "../../shared/log/index.ts";
 import type { Resolver } from "../../shared/net/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
+import { captureLogger } from "../helpers/logs.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 
 /** Two secrets: `acme` signs with both (a rotation), `solo` with one, `nosecret` has none. */
@@ -97,14 +96,7 @@ export interface CallbackHubOptions {
 export async function startCallbackHub(options: CallbackHubOptions = {}): Promise<CallbackHub> {
   const nats = await startNats();
   const config = parseConfig(callbackYaml(nats.url, options.schedule), {}, "callback test config");
-  let captured = "";
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      captured += chunk.toString();
-      done();
-    },
-  });
-  const logger = createLogger({ level: "info", service: "test", destination });
+  const { logger, logs } = captureLogger();
   const running = await startServices(["ingress", "projector"], {
     config,
     logger,
@@ -139,7 +131,7 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
     config,
     running,
     baseUrl,
-    logs: () => captured,
+    logs,
     run: (token, body) =>
       fetch(`${baseUrl}/run`, {
         method: "POST",

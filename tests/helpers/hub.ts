@@ -1,4 +1,3 @@
-import { Writable } from "node:stream";
 import { hashToken } from "../../services/ingress/index.ts";
 import {
   type RunningHub,
@@ -9,7 +8,7 @@ import {
 import { type Clock, manualClock, systemClock } from "../../shared/clock/index.ts";
 import { type Config, parseConfig } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
-import { createLogger } from "../../shared/log/index.ts";
+import { captureLogger } from "./logs.ts";
 import { startNats, type TestNats } from "./nats.ts";
 
 export { manualClock };
@@ -110,14 +109,7 @@ export async function startHub(options: HubOptions = {}): Promise<TestHub> {
     {},
     "test config",
   );
-  let captured = "";
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      captured += chunk.toString();
-      done();
-    },
-  });
-  const logger = createLogger({ level: "info", service: "test", destination });
+  const { logger, logs } = captureLogger();
   const running = await startServices(options.services ?? SERVICE_NAMES, {
     config,
     logger,
@@ -143,7 +135,7 @@ export async function startHub(options: HubOptions = {}): Promise<TestHub> {
     nats,
     config,
     running,
-    logs: () => captured,
+    logs,
     request,
     run: (body, token, headers = {}) =>
       request("/run", {
