@@ -41,6 +41,11 @@ interface Cached {
 }
 
 const encoder = new TextEncoder();
+
+/** True when two views hold the same values (their JSON, as stored, is equal). */
+function sameView(a: JobView, b: JobView): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
 const decoder = new TextDecoder();
 const CACHE_LIMIT = 20_000;
 
@@ -99,8 +104,70 @@ export function createProjector(deps: ProjectorDeps): Projector {
     return { view: JSON.parse(decoder.decode(entry.value)) as JobView, revision: entry.revision };
   };
 
+  /**
+   * The job's view folded from its whole history in the stream (read from the stream leader),
+   * exactly as a replay would fold it. `subjectPrefix` is `sy.evt.<client>.<job>`.
+   */
+  const foldFromStream = async (subjectPrefix: string): Promise<JobState> => {
+    let state: JobState = null;
+    let seq = 1;
+    for (;;) {
+      // A leader read (not a direct get, which a follower may answer stale). nats.js types the
+      // request as seq or last_by_subj only; the server (2.9+) also takes next_by_subj.
+      const query = { seq, next_by_subj: `${subjectPrefix}.*` };
+      const msg = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, query);
+      if (msg === null) return state;
+      seq = msg.seq + 1;
+      let event: ReturnType<typeof decodeEvent>;
+      try {
+        event = decodeEvent(msg.data);
+      } catch (err) {
+        if (!(err instanceof PoisonMessageError)) throw err;
+        continue;
+      }
+      const result = transition(state, event);
+      if (result.state !== null) state = { ...result.state, seq: msg.seq };
+    }
+  };
+
+  /**
+   * A group holding a redelivered message: after a crash (or an ack timeout) the messages the
+   * dead process held come back only after ack_wait, behind newer events of the same jobs.
+   * Folding in arrival order would lose them for good: a job.done that arrived before its
+   * redelivered run.requested is ignored as unknown_job, and an older event behind a newer seq is
+   * skipped. So such a job's view is folded again from its history in the stream.
+   */
+  const applyFromStream = async (key: string, msgs: JsMsg[]): Promise<boolean> => {
+    const start = await load(key, false);
+    const subject = msgs[0]?.subject ?? "";
+    const state = await foldFromStream(subject.slice(0, subject.lastIndexOf(".")));
+    // The fold from the stream is authoritative. Compare contents, not only `seq`: a view can hold
+    // the newest seq and still miss an older event that was redelivered late (a callback event
+    // applied on top of "queued" while the job.done was still held by the killed process).
+    if (state !== null && (start.view === null || !sameView(state, start.view))) {
+      const bytes = encoder.encode(JSON.stringify(state));
+      try {
+        const revision =
+          start.revision === 0
+            ? await deps.kv.create(key, bytes)
+            : await deps.kv.update(key, bytes, start.revision);
+        remember(key, { view: state, revision });
+      } catch (err) {
+        forget(key);
+        logger.warn({ key, err: (err as Error).message }, "view write failed; retrying");
+        return false;
+      }
+    }
+    for (const msg of msgs) {
+      msg.ack();
+      applied = Math.max(applied, msg.seq);
+    }
+    return true;
+  };
+
   /** Folds one job's messages into its view and writes it; false when the write must be retried. */
   const applyGroup = async (key: string, msgs: JsMsg[], guess = true): Promise<boolean> => {
+    if (msgs.some((msg) => msg.redelivered)) return applyFromStream(key, msgs);
     const start = await load(key, guess && msgs[0]?.subject.endsWith(".run") === true);
     let state: JobState = start.view;
     let changed = false;
@@ -219,7 +286,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
       await ensureDurable(deps.jsm, {
         name: durable,
         filterSubject: subjectFilters.all,
-        ackWaitMs: 30_000,
+        // Short: what a killed projector held comes back (and heals views) within seconds. A batch
+        // that is slow to write calls working() while it retries.
+        ackWaitMs: 10_000,
         maxAckPending: 20_000,
       });
       const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, durable);
