@@ -23,16 +23,21 @@ export async function runBuiltin(
     case "sleep": {
       const ms = executor.sleep_ms;
       const keepAlive = setInterval(ctx.working, 3_000);
+      // The signal is the process's shutdown signal, shared by every job: the listener must go
+      // when the job ends, or each sleep job leaks one (seen as unbounded executor RSS).
+      let onAbort: (() => void) | undefined;
       try {
         await new Promise<void>((resolve, reject) => {
           const timer = setTimeout(resolve, ms);
-          ctx.signal.addEventListener("abort", () => {
+          onAbort = () => {
             clearTimeout(timer);
             reject(new Error("aborted"));
-          });
+          };
+          ctx.signal.addEventListener("abort", onAbort, { once: true });
         });
       } finally {
         clearInterval(keepAlive);
+        if (onAbort) ctx.signal.removeEventListener("abort", onAbort);
       }
       return { kind: "done", output: input };
     }

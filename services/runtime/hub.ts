@@ -40,6 +40,9 @@ export async function connectHub(
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     waitOnFirstConnect: true,
+    // nats.js otherwise builds an Error (with a stack) for every request, to point async
+    // failures at their caller: 3–9% of CPU in the hot services (bench profiles).
+    noAsyncTraces: true,
   });
   let up = true;
   void (async () => {
