@@ -1,0 +1,241 @@
+/**
+ * Helpers shared by the benchmark processes: child processes that are always cleaned up, RSS
+ * sampling from /proc, free loopback ports, percentiles and small HTTP waits.
+ */
+import { readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+
+export const LOOPBACK = "127.0.0.1";
+
+/** Repository root (bench/lib/../..). */
+export const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** A free TCP port on 127.0.0.1 (bound and released; good enough for a benchmark). */
+export function freePort(): number {
+  const server = Bun.listen({
+    hostname: LOOPBACK,
+    port: 0,
+    socket: { data() {} },
+  });
+  const port = server.port;
+  server.stop(true);
+  return port;
+}
+
+/** VmRSS of a process in MB, or NaN when it is gone. */
+export function rssMb(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
+    return match?.[1] ? Number(match[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU time (user + system) a process has used so far, in seconds; NaN when it is gone. */
+export function cpuSec(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may contain spaces): utime is 14th, stime 15th overall.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Busy CPU seconds of the whole machine so far (all cores; /proc/stat minus idle and iowait). */
+export function machineBusySec(): number {
+  const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0] ?? "";
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+  return (total - (v[3] ?? 0) - (v[4] ?? 0)) / CLOCK_TICKS;
+}
+
+/** USER_HZ; 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] ?? Number.NaN;
+}
+
+export interface LatencySummary {
+  readonly n: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+export function summarize(values: readonly number[]): LatencySummary {
+  const sorted = [...values].sort((a, b) => a - b);
+  return {
+    n: sorted.length,
+    p50: round(percentile(sorted, 50)),
+    p99: round(percentile(sorted, 99)),
+    max: round(sorted[sorted.length - 1] ?? Number.NaN),
+  };
+}
+
+export function round(value: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+/** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */
+export function nowMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+export interface Child {
+  readonly name: string;
+  readonly pid: number;
+  readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  /** The last 64 KB of stdout and stderr. */
+  output(): string;
+  /** Resolves with the first stdout line matching `pattern`. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  stop(signal?: "SIGTERM" | "SIGINT" | "SIGKILL"): Promise<void>;
+}
+
+const children = new Set<Child>();
+const tempDirs = new Set<string>();
+const cleanups: (() => Promise<void>)[] = [];
+
+/** Spawns a child process whose output is captured; every child is stopped on exit and SIGINT. */
+export function spawnChild(
+  name: string,
+  cmd: readonly string[],
+  env: Record<string, string | undefined> = {},
+): Child {
+  const proc = Bun.spawn([...cmd], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let log = "";
+  const waiters: { pattern: RegExp; resolve: (m: RegExpExecArray) => void }[] = [];
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      log += decoder.decode(chunk, { stream: true });
+      if (log.length > 128_000) log = log.slice(-64_000);
+      for (const w of [...waiters]) {
+        const m = w.pattern.exec(log);
+        if (m) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(m);
+        }
+      }
+    }
+  };
+  void pump(proc.stdout);
+  void pump(proc.stderr);
+  const child: Child = {
+    name,
+    pid: proc.pid,
+    proc,
+    output: () => log,
+    waitForLine(pattern, timeoutMs = 30_000) {
+      const m = pattern.exec(log);
+      if (m) return Promise.resolve(m);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${name}: no line ${pattern} within ${timeoutMs} ms:\n${log}`)),
+          timeoutMs,
+        );
+        waiters.push({
+          pattern,
+          resolve: (found) => {
+            clearTimeout(timer);
+            resolve(found);
+          },
+        });
+        void proc.exited.then((code) => {
+          clearTimeout(timer);
+          reject(new Error(`${name} exited with ${code}:\n${log}`));
+        });
+      });
+    },
+    async stop(signal = "SIGTERM") {
+      children.delete(child);
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill(signal);
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 8_000);
+      await proc.exited;
+      clearTimeout(timer);
+    },
+  };
+  children.add(child);
+  return child;
+}
+
+export function registerTempDir(dir: string): void {
+  tempDirs.add(dir);
+}
+
+export function registerCleanup(fn: () => Promise<void>): void {
+  cleanups.push(fn);
+}
+
+let cleaning: Promise<void> | undefined;
+
+/** Stops every child (SIGTERM, then SIGKILL), runs the cleanups and removes the temp dirs. */
+export function cleanupAll(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const fn of cleanups.reverse()) await fn().catch(() => {});
+    await Promise.all([...children].map((c) => c.stop().catch(() => {})));
+    for (const dir of tempDirs) await rm(dir, { recursive: true, force: true }).catch(() => {});
+  })();
+  return cleaning;
+}
+
+let handlersInstalled = false;
+
+/** On SIGINT/SIGTERM: clean up and exit 130; also kills children if the process exits early. */
+export function installExitHandlers(): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  const onSignal = (signal: string) => {
+    process.stderr.write(`\nbench: ${signal}, cleaning up\n`);
+    void cleanupAll().finally(() => process.exit(130));
+  };
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  process.on("exit", () => {
+    for (const c of children) {
+      if (c.proc.exitCode === null) c.proc.kill("SIGKILL");
+    }
+  });
+}
+
+/** Polls `url` until it answers 2xx. */
+export async function waitHttp(url: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+      last = `HTTP ${res.status}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await Bun.sleep(100);
+  }
+  throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
+}
+
+/** Reads one JSON line printed by a child process with the given prefix. */
+export async function readResultLine<T>(
+  child: Child,
+  prefix: string,
+  timeoutMs: number,
+): Promise<T> {
+  const match = await child.waitForLine(new RegExp(`^${prefix} (.*)$`, "m"), timeoutMs);
+  return JSON.parse(match[1] ?? "null") as T;
+}
