@@ -331,7 +331,7 @@ async function main() {
   // nats-server on a random port with a temp store.
   const storeDir = mkdtempSync(join(tmpdir(), "switchyard-bench-nats-"));
   registerTempDir(storeDir);
-  const nats = await startNatsServer({ storeDir });
+  const nats = await startNatsServer({ storeDir, env: process.env });
   registerCleanup(() => nats.stop("SIGKILL"));
   tracked.set("nats-server", nats.pid);
   const nc: NatsConnection = await connect({ servers: nats.url, name: "bench-orchestrator" });

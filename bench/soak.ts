@@ -101,7 +101,7 @@ interface Sample {
 
 async function main(): Promise<number> {
   natsDir = await mkdtemp(join(tmpdir(), "switchyard-soak-nats-"));
-  natsServer = await startNatsServer({ storeDir: natsDir });
+  natsServer = await startNatsServer({ storeDir: natsDir, env: process.env });
   const natsUrl = natsServer.url;
   receiver = startCallbackReceiver();
   const rx = receiver;

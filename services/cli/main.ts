@@ -99,7 +99,7 @@ async function up(): Promise<void> {
   const bootLogger = createLogger({ level: logLevel(config), service: "switchyard" });
   let natsUrl = env.NATS_URL ?? (config ? config.nats.url : undefined);
   if (!env.NATS_URL) {
-    nats = await startNatsServer({ storeDir: resolve(".data/nats") });
+    nats = await startNatsServer({ storeDir: resolve(".data/nats"), env });
     natsUrl = nats.url;
     bootLogger.info({ url: nats.url, store: ".data/nats" }, "embedded nats-server started");
     if (config) config = { ...config, nats: { ...config.nats, url: nats.url } };

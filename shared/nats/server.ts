@@ -21,16 +21,20 @@ export class NatsServerNotFoundError extends Error {
   }
 }
 
+/** The caller's environment; the binary search reads NATS_SERVER_BIN and PATH from it. */
+export type NatsServerEnv = Readonly<Record<string, string | undefined>>;
+
 /**
- * Finds a nats-server binary: an explicit path wins, then the PATH, then the Debian location.
+ * Finds a nats-server binary: NATS_SERVER_BIN wins, then the PATH, then the Debian location.
  * Throws {@link NatsServerNotFoundError} with the install hint when there is none.
  */
-export function findNatsServerBinary(explicit?: string): string {
+export function findNatsServerBinary(env: NatsServerEnv): string {
+  const explicit = env.NATS_SERVER_BIN;
   if (explicit) {
     if (!existsSync(explicit)) throw new NatsServerNotFoundError();
     return explicit;
   }
-  const fromPath = (process.env.PATH ?? "")
+  const fromPath = (env.PATH ?? "")
     .split(delimiter)
     .filter(Boolean)
     .map((dir) => join(dir, "nats-server"));
@@ -41,8 +45,10 @@ export function findNatsServerBinary(explicit?: string): string {
 }
 
 export interface NatsServerOptions {
-  /** Binary path; defaults to {@link findNatsServerBinary}. */
+  /** Binary path; defaults to {@link findNatsServerBinary} over `env`. */
   readonly binary?: string;
+  /** Where NATS_SERVER_BIN and PATH come from (the entry point's environment). */
+  readonly env: NatsServerEnv;
   /** Store directory for JetStream. */
   readonly storeDir: string;
   /** Port; 0 or undefined picks a free one (the server chooses and reports it). */
@@ -71,7 +77,7 @@ export interface ManagedNatsServer {
  * reports that it accepts client connections. The port is reported back so a restart can reuse it.
  */
 export async function startNatsServer(options: NatsServerOptions): Promise<ManagedNatsServer> {
-  const binary = options.binary ?? findNatsServerBinary(process.env.NATS_SERVER_BIN);
+  const binary = options.binary ?? findNatsServerBinary(options.env);
   const host = options.host ?? "127.0.0.1";
   await mkdir(options.storeDir, { recursive: true });
   const args = [

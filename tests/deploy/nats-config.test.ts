@@ -28,14 +28,11 @@ describe("nats-server config files", () => {
   test.each(["base/nats.conf", "overlays/dev/nats.conf"])(
     "%s is accepted by nats-server -t",
     (file) => {
-      const run = Bun.spawnSync(
-        [findNatsServerBinary(process.env.NATS_SERVER_BIN), "-t", "-c", join(K8S, file)],
-        {
-          env: { ...process.env, SERVER_NAME: "nats-0" },
-          stdout: "pipe",
-          stderr: "pipe",
-        },
-      );
+      const run = Bun.spawnSync([findNatsServerBinary(process.env), "-t", "-c", join(K8S, file)], {
+        env: { ...process.env, SERVER_NAME: "nats-0" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       const out = `${run.stdout.toString()}${run.stderr.toString()}`;
       expect(out).toContain("is valid");
       expect(run.exitCode).toBe(0);
@@ -46,14 +43,11 @@ describe("nats-server config files", () => {
     const path = join(import.meta.dir, `.bad-${process.pid}.conf`);
     await Bun.write(path, `${readText(join(K8S, "base/nats.conf"))}\nno_such_option: 1\n`);
     try {
-      const run = Bun.spawnSync(
-        [findNatsServerBinary(process.env.NATS_SERVER_BIN), "-t", "-c", path],
-        {
-          env: { ...process.env, SERVER_NAME: "nats-0" },
-          stdout: "pipe",
-          stderr: "pipe",
-        },
-      );
+      const run = Bun.spawnSync([findNatsServerBinary(process.env), "-t", "-c", path], {
+        env: { ...process.env, SERVER_NAME: "nats-0" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       expect(run.exitCode).not.toBe(0);
       expect(run.stderr.toString()).toContain("no_such_option");
     } finally {

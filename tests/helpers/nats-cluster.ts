@@ -158,6 +158,7 @@ export async function startNatsCluster(
       port: state.clientPort,
       args: argsFor(state),
       startTimeoutMs,
+      env: process.env,
     });
     state.server = server;
     state.clientPort = server.port;

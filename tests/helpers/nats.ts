@@ -30,7 +30,7 @@ export interface StartNatsOptions {
  */
 export async function startNats(options: StartNatsOptions = {}): Promise<TestNats> {
   const storeDir = await mkdtemp(join(tmpdir(), "switchyard-nats-"));
-  let server = await startNatsServer({ storeDir, args: options.args ?? [] });
+  let server = await startNatsServer({ storeDir, args: options.args ?? [], env: process.env });
   const port = server.port;
   const nc = await connect({
     servers: server.url,
@@ -59,7 +59,12 @@ export async function startNats(options: StartNatsOptions = {}): Promise<TestNat
     kill: (signal = "SIGTERM") => server.stop(signal),
     async restart() {
       const before = reconnects;
-      server = await startNatsServer({ storeDir, port, args: options.args ?? [] });
+      server = await startNatsServer({
+        storeDir,
+        port,
+        args: options.args ?? [],
+        env: process.env,
+      });
       // Requests written before the client notices the old socket died are lost; wait for the
       // helper's own connection to come back so tests start from a known state.
       await waitFor("the helper connection to reconnect", () => reconnects > before, {
