@@ -9,14 +9,12 @@ import {
   JobNotFoundError,
   MalformedJsonError,
   NotFoundError,
-  PayloadTooLargeError,
   problemResponse,
   RateLimitedError,
   RouteForbiddenError,
   SwitchyardError,
   UnauthorizedError,
   UnavailableError,
-  UnsupportedMediaTypeError,
   UriTooLongError,
 } from "../../shared/errors/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
@@ -29,6 +27,7 @@ import { checkCallbackAtSubmit } from "../callback/submit-check.ts";
 import type { Authenticator } from "./auth.ts";
 import { type AuthFailureLimiter, clientAddress, type SocketAddress } from "./auth-limit.ts";
 import { EXECUTOR_REPORT_PATH, type ExecutorReportHandler } from "./executor-reports.ts";
+import { readJsonBody } from "./json-body.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import { validateRunRequest } from "./run-request.ts";
 import type { RunSubmitter } from "./submit-run.ts";
@@ -76,7 +75,6 @@ export interface IngressDeps {
   readonly executorReports?: ExecutorReportHandler;
 }
 
-const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const NO_STORE = { "cache-control": "no-store" };
 
 function json(body: unknown, status: number, headers: Record<string, string> = {}): Response {
@@ -84,28 +82,6 @@ function json(body: unknown, status: number, headers: Record<string, string> = {
     status,
     headers: { "content-type": "application/json", ...NO_STORE, ...headers },
   });
-}
-
-async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  const contentType = request.headers.get("content-type") ?? "";
-  if (!JSON_TYPE.test(contentType)) {
-    throw new UnsupportedMediaTypeError({
-      detail: `Content-Type must be application/json, got '${contentType.slice(0, 100) || "none"}'.`,
-    });
-  }
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  const tooLarge = () =>
-    new PayloadTooLargeError({ detail: `The body is larger than ${maxBytes} bytes.` });
-  if (declared > maxBytes) throw tooLarge();
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > maxBytes) throw tooLarge();
-  try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch (err) {
-    throw new MalformedJsonError({
-      detail: `The body is not valid JSON: ${(err as Error).message}`.slice(0, 300),
-    });
-  }
 }
 
 /**

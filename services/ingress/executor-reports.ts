@@ -10,17 +10,15 @@ import {
   InvalidRequestError,
   JobNotFoundError,
   JobStateConflictError,
-  MalformedJsonError,
-  PayloadTooLargeError,
   problemResponse,
   SwitchyardError,
   UnauthorizedError,
-  UnsupportedMediaTypeError,
 } from "../../shared/errors/index.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { type StatusIntent, statusOf, writeStatus } from "../../shared/worker/index.ts";
 import type { DispatchIndex } from "../executor/index.ts";
+import { readJsonBody } from "./json-body.ts";
 
 /** Path of the report endpoint; `:job_id` is the task's job id. */
 export const EXECUTOR_REPORT_PATH = "/executor/v1/jobs/:job_id/events";
@@ -87,20 +85,7 @@ function toIntent(report: ExecutorReport): StatusIntent {
 }
 
 async function readReport(request: Request, maxBytes: number): Promise<ExecutorReport> {
-  const contentType = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\s*(;|$)/i.test(contentType)) {
-    throw new UnsupportedMediaTypeError({ detail: "Content-Type must be application/json." });
-  }
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > maxBytes) {
-    throw new PayloadTooLargeError({ detail: `The body is larger than ${maxBytes} bytes.` });
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch {
-    throw new MalformedJsonError({ detail: "The body is not valid JSON." });
-  }
+  const value = await readJsonBody(request, maxBytes);
   if (!checker.Check(value)) {
     const first = checker.Errors(value).First();
     throw new InvalidRequestError({

@@ -131,6 +131,27 @@ export function createProjector(deps: ProjectorDeps): Projector {
   };
 
   /**
+   * Compare-and-set write of a view: create when the key is new (revision 0), else update at the
+   * revision it was read at. False when another writer moved the key or NATS is away; the cache
+   * entry is dropped so the retry reads KV again.
+   */
+  const writeView = async (key: string, revision: number, view: JobView, warn = true) => {
+    const bytes = encoder.encode(JSON.stringify(view));
+    try {
+      const next =
+        revision === 0
+          ? await deps.kv.create(key, bytes)
+          : await deps.kv.update(key, bytes, revision);
+      remember(key, { view, revision: next });
+      return true;
+    } catch (err) {
+      forget(key);
+      if (warn) logger.warn({ key, err: (err as Error).message }, "view write failed; retrying");
+      return false;
+    }
+  };
+
+  /**
    * A group holding a redelivered message: after a crash (or an ack timeout) the messages the
    * dead process held come back only after ack_wait, behind newer events of the same jobs.
    * Folding in arrival order would lose them for good: a job.done that arrived before its
@@ -145,18 +166,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
     // the newest seq and still miss an older event that was redelivered late (a callback event
     // applied on top of "queued" while the job.done was still held by the killed process).
     if (state !== null && (start.view === null || !sameView(state, start.view))) {
-      const bytes = encoder.encode(JSON.stringify(state));
-      try {
-        const revision =
-          start.revision === 0
-            ? await deps.kv.create(key, bytes)
-            : await deps.kv.update(key, bytes, start.revision);
-        remember(key, { view: state, revision });
-      } catch (err) {
-        forget(key);
-        logger.warn({ key, err: (err as Error).message }, "view write failed; retrying");
-        return false;
-      }
+      if (!(await writeView(key, start.revision, state))) return false;
     }
     for (const msg of msgs) {
       msg.ack();
@@ -208,22 +218,13 @@ export function createProjector(deps: ProjectorDeps): Projector {
       }
       settled.push(msg);
     }
-    if (changed && state !== null) {
-      const bytes = encoder.encode(JSON.stringify(state));
-      try {
-        const revision =
-          start.revision === 0
-            ? await deps.kv.create(key, bytes)
-            : await deps.kv.update(key, bytes, start.revision);
-        remember(key, { view: state, revision });
-      } catch (err) {
-        // Another writer moved the key, or NATS is away: forget the cache and retry from KV.
-        forget(key);
-        // The view existed after all (a redelivered run.requested): read it and fold again.
-        if (start.guessed) return applyGroup(key, msgs, false);
-        logger.warn({ key, err: (err as Error).message }, "view write failed; retrying");
-        return false;
-      }
+    if (
+      changed &&
+      state !== null &&
+      !(await writeView(key, start.revision, state, !start.guessed))
+    ) {
+      // A guessed-new key existed after all (a redelivered run.requested): read it and fold again.
+      return start.guessed ? applyGroup(key, msgs, false) : false;
     }
     for (const msg of settled) {
       msg.ack();

@@ -28,6 +28,22 @@ async function setup() {
     receiver,
     procs,
     load,
+    /**
+     * Stops the load, retries every unanswered request_id, and checks the outcome: every accepted
+     * run final exactly once, views done, callbacks delivered once.
+     */
+    async stopLoadAndVerify() {
+      await load.stop();
+      expect(load.unexpected).toEqual([]);
+      await load.settle();
+      await verifyEchoOutcomes({
+        jsm: await jetstreamManager(nats.nc),
+        load,
+        base: procs.url,
+        receiver,
+        withCallback,
+      });
+    },
     async [Symbol.asyncDispose]() {
       await load.stop();
       await procs.stop();
@@ -52,18 +68,9 @@ test("ingress SIGKILLed mid-stream and restarted: unanswered requests retry into
   await waitFor("acceptance after the restart", () => load.accepted.size >= atKill + 150, {
     timeoutMs: 20_000,
   });
-  await load.stop();
-  expect(load.unexpected).toEqual([]);
   // Requests cut off by the kill may or may not have been stored: the same request_id again
   // answers 202 (it was not) or 200 (it was), and either way one job.
-  await load.settle();
-  await verifyEchoOutcomes({
-    jsm: await jetstreamManager(t.nats.nc),
-    load,
-    base: procs.url,
-    receiver: t.receiver,
-    withCallback,
-  });
+  await t.stopLoadAndVerify();
 }, 90_000);
 
 test("projector SIGKILLed mid-stream and restarted: GET falls back to the stream, views catch up", async () => {
@@ -86,16 +93,7 @@ test("projector SIGKILLed mid-stream and restarted: GET falls back to the stream
   await waitFor("load after the restart", () => load.accepted.size >= atRestart + 100, {
     timeoutMs: 20_000,
   });
-  await load.stop();
-  expect(load.unexpected).toEqual([]);
-  await load.settle();
-  await verifyEchoOutcomes({
-    jsm: await jetstreamManager(t.nats.nc),
-    load,
-    base: procs.url,
-    receiver: t.receiver,
-    withCallback,
-  });
+  await t.stopLoadAndVerify();
   // The views themselves (not the stream fallback) are complete: every job has its KV entry.
   const kv = await jetstreamManager(t.nats.nc);
   const bucket = await kv.streams.info("KV_sy_jobs");
@@ -119,14 +117,5 @@ test("all four services SIGKILLed in turn under one load: exactly once, callback
   await waitFor("load after the last restart", () => load.accepted.size >= last + 80, {
     timeoutMs: 20_000,
   });
-  await load.stop();
-  expect(load.unexpected).toEqual([]);
-  await load.settle();
-  await verifyEchoOutcomes({
-    jsm: await jetstreamManager(t.nats.nc),
-    load,
-    base: procs.url,
-    receiver: t.receiver,
-    withCallback,
-  });
+  await t.stopLoadAndVerify();
 }, 120_000);
