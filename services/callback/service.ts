@@ -27,9 +27,15 @@ import {
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { deliverWebhook, type Resolver } from "../../shared/net/index.ts";
+import {
+  type ConnectionPool,
+  createConnectionPool,
+  deliverWebhook,
+  type Resolver,
+} from "../../shared/net/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
 import { webhookHeaders } from "../../shared/webhooks/index.ts";
+import { TaskSet } from "../../shared/worker/index.ts";
 import { buildCallbackBody, webhookIdFor } from "./payload.ts";
 import { afterAttempt, type DeliveryTrigger, nextStep } from "./plan.ts";
 import { ackWaitMs, type CallbackSettings, maxDeliveries, scheduleFor } from "./settings.ts";
@@ -62,6 +68,8 @@ export interface CallbackServiceDeps {
   /** Uniform [0, 1) for jitter. */
   readonly random?: () => number;
   readonly metrics?: Pick<HubMetrics, "callbackAttempts">;
+  /** Keep-alive connections per checked destination; default: a pool owned by the service. */
+  readonly connections?: ConnectionPool;
 }
 
 export interface CallbackService {
@@ -84,8 +92,9 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   const random = deps.random ?? Math.random;
   const maxDeliver = maxDeliveries(settings);
   const streams: ConsumerMessages[] = [];
-  const running = new Set<Promise<void>>();
+  const running = new TaskSet();
   const nowMs = () => deps.clock.now().getTime();
+  const connections = deps.connections ?? createConnectionPool();
 
   const cbEvent = <T extends CbType>(view: JobView, type: T, data: EventData<T>): JobEvent =>
     ({
@@ -122,11 +131,15 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   ): Promise<void> => {
     // The run's trace context, carried by the event that triggered this delivery.
     const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
-    const log = logger.child({
-      job_id: view.job_id,
-      client_id: view.client_id,
-      ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
-    });
+    // Made on first use: a pino child (with redaction) per callback showed up in profiles, and
+    // at the default level a delivered callback logs nothing.
+    let child: Logger | undefined;
+    const log = () =>
+      (child ??= logger.child({
+        job_id: view.job_id,
+        client_id: view.client_id,
+        ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
+      }));
     const last = await readLastEvent(deps.jsm, view.client_id, view.job_id, "cb");
     const lastSeq = last?.seq ?? 0;
     const canRedeliver = msg.info.deliveryCount < maxDeliver;
@@ -138,7 +151,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         traceparent,
       );
       if (seq === undefined) return msg.nak(REDECIDE_DELAY_MS);
-      log.warn({ attempts, reason }, "callback failed");
+      log().warn({ attempts, reason }, "callback failed");
       msg.ack();
     };
 
@@ -161,7 +174,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     const secrets = deps.client(view.client_id)?.callback_secrets ?? [];
     if (secrets.length === 0) {
       // Submit refuses callback_url without a secret; the secrets were removed since. Never send unsigned.
-      log.warn("client has no callback secret any more; callback not sent");
+      log().warn("client has no callback secret any more; callback not sent");
       return fail(step.attempt - 1, "refused");
     }
     const body = buildCallbackBody(view);
@@ -184,6 +197,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       ...settings.policy,
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
       clock: nowMs,
+      connections,
     }).finally(() => clearInterval(keepAlive));
 
     const base = trigger.kind === "redelivery" ? trigger.baseAttempts : 0;
@@ -205,18 +219,20 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       ...(trigger.kind === "redelivery" ? { redelivery_seq: trigger.seq } : {}),
     });
     const attemptedSeq = await append(attempted, lastSeq, traceparent);
-    log.info(
-      {
-        attempt: step.attempt,
-        status: result.status,
-        duration_ms: result.durationMs,
-        error_class: result.errorClass,
-        rule: result.rule,
-        next_attempt_at: nextAt,
-        recorded: attemptedSeq !== undefined,
-      },
-      "callback attempt",
-    );
+    if (logger.isLevelEnabled("info")) {
+      log().info(
+        {
+          attempt: step.attempt,
+          status: result.status,
+          duration_ms: result.durationMs,
+          error_class: result.errorClass,
+          rule: result.rule,
+          next_attempt_at: nextAt,
+          recorded: attemptedSeq !== undefined,
+        },
+        "callback attempt",
+      );
+    }
     count(
       outcome.kind === "failed" && outcome.reason === "gone"
         ? "gone"
@@ -233,7 +249,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         : cbEvent(view, "callback.failed", { attempts: step.attempt, reason: outcome.reason });
     const finalSeq = await append(final, attemptedSeq, traceparent);
     if (finalSeq === undefined) return msg.nak(REDECIDE_DELAY_MS);
-    if (outcome.kind === "failed") log.warn({ reason: outcome.reason }, "callback failed");
+    if (outcome.kind === "failed") log().warn({ reason: outcome.reason }, "callback failed");
     msg.ack();
   };
 
@@ -277,9 +293,9 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   const pump = (messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<void>) => {
     void (async () => {
       for await (const msg of messages) {
-        while (running.size >= settings.concurrency) await Promise.race(running);
-        const task = handle(msg)
-          .catch((err: unknown) => {
+        while (running.size >= settings.concurrency) await running.freed();
+        running.add(
+          handle(msg).catch((err: unknown) => {
             if (err instanceof PoisonMessageError) {
               logger.error({ seq: msg.seq, reason: err.message }, "poison event terminated");
               msg.term(err.message);
@@ -290,9 +306,8 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
               "callback step failed; will retry",
             );
             msg.nak(REDECIDE_DELAY_MS);
-          })
-          .finally(() => running.delete(task));
-        running.add(task);
+          }),
+        );
       }
     })();
   };
@@ -330,7 +345,8 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     },
     async stop() {
       await Promise.all(streams.map((m) => m.close()));
-      await Promise.allSettled([...running]);
+      await running.settled();
+      if (deps.connections === undefined) connections.close();
     },
   };
 }

@@ -162,7 +162,9 @@ export function createExecutor(deps: ExecutorDeps): Executor {
     if (route.executor.kind !== "builtin") return;
     const executor = route.executor;
     let current = known;
-    if (executor.name === "sleep") {
+    // An instant builtin goes straight to job.done: a job.running nobody can observe would cost
+    // one more stored event, projector write and consumer delivery per job.
+    if (executor.name === "sleep" && executor.sleep_ms > 0) {
       const started = await write(run, current, { type: "job.running", data: {} }, traceparent);
       if (started.kind === "skipped" && isFinal(started.current.status)) return;
       current = statusAfter(started);

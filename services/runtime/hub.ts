@@ -9,6 +9,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ensureTopology, TOPOLOGY } from "../../shared/bus/index.ts";
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import { coalesceWrites } from "../../shared/nats/index.ts";
 
 /** Everything a service needs from NATS, connected and with the topology in place. */
 export interface HubConnection {
@@ -44,6 +45,9 @@ export async function connectHub(
     // failures at their caller: 3–9% of CPU in the hot services (bench profiles).
     noAsyncTraces: true,
   });
+  if (!coalesceWrites(nc)) {
+    logger.warn("nats.js internals changed: writes are not coalesced (slower, still correct)");
+  }
   let up = true;
   void (async () => {
     for await (const status of nc.status()) {

@@ -1,1 +1,2 @@
+export * from "./coalesce.ts";
 export * from "./server.ts";

@@ -4,6 +4,7 @@ import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 import type { AddressRule } from "./classify.ts";
 import { checkCallbackUrl, type EgressPolicy, type UrlRule, unbracket } from "./policy.ts";
+import type { ConnectionPool } from "./pool.ts";
 import { type Resolver, resolveAndCheck } from "./resolve.ts";
 import { parseRetryAfter } from "./retry-after.ts";
 
@@ -51,6 +52,8 @@ export interface DeliverOptions extends EgressPolicy {
   maxResponseBytes?: number;
   /** Extra trusted CA certificates (PEM), e.g. for a private PKI or tests. */
   ca?: string | readonly string[];
+  /** Keep-alive connections to reuse; without it every attempt opens (and closes) its own. */
+  connections?: ConnectionPool;
 }
 
 const TLS_CODES = new Set([
@@ -80,6 +83,15 @@ interface RawResponse {
   retryAfter: string | undefined;
 }
 
+/** Errors of a reused keep-alive connection the receiver closed just as we wrote to it. */
+const STALE_CONNECTION_CODES = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
+
+class StaleConnection extends Error {
+  constructor(cause: unknown) {
+    super("reused connection was closed by the receiver", { cause });
+  }
+}
+
 /** A lookup that answers every query with the pinned address, so nothing re-resolves the name. */
 function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
   return (_hostname, options, callback) => {
@@ -102,18 +114,28 @@ function send(
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const body = typeof options.body === "string" ? Buffer.from(options.body) : options.body;
-    const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+    const https = url.protocol === "https:";
+    const request = https ? httpsRequest : httpRequest;
+    const hostname = unbracket(url.hostname);
+    const agent =
+      options.connections?.agentFor({
+        protocol: https ? "https:" : "http:",
+        hostname,
+        port: url.port,
+        address: pinned.address,
+        ...(options.ca === undefined ? {} : { ca: options.ca }),
+      }) ?? false;
     const req = request(
       {
         protocol: url.protocol,
-        hostname: unbracket(url.hostname),
+        hostname,
         port: url.port || undefined,
         path: `${url.pathname}${url.search}`,
         method: "POST",
         headers: { ...options.headers, "content-length": String(body.byteLength) },
         // Connect to the address we checked; Host and TLS servername keep the original name.
         lookup: pinnedLookup(pinned.address, pinned.family),
-        agent: false,
+        agent,
         ca: options.ca === undefined ? undefined : [...[options.ca].flat()],
       },
       (res) => {
@@ -139,7 +161,10 @@ function send(
     const onAbort = () => req.destroy(new DeadlineExceeded("deadline exceeded"));
     if (signal.aborted) onAbort();
     signal.addEventListener("abort", onAbort, { once: true });
-    req.on("error", reject);
+    req.on("error", (err: Error & { code?: string }) => {
+      const stale = req.reusedSocket && STALE_CONNECTION_CODES.has(err.code ?? "");
+      reject(stale ? new StaleConnection(err) : err);
+    });
     req.on("close", () => signal.removeEventListener("abort", onAbort));
     req.end(body);
   });
@@ -200,7 +225,14 @@ export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryA
     const pinned = { address: resolved.address, family: resolved.family };
     let raw: RawResponse;
     try {
-      raw = await send(checked.url, pinned, options, maxResponseBytes, controller.signal);
+      raw = await send(checked.url, pinned, options, maxResponseBytes, controller.signal).catch(
+        // The receiver closed an idle connection as we reused it, so the request almost surely
+        // never reached it; send once more (receivers dedupe on webhook-id in any case).
+        (err: unknown) => {
+          if (!(err instanceof StaleConnection)) throw err;
+          return send(checked.url, pinned, options, maxResponseBytes, controller.signal);
+        },
+      );
     } catch (err) {
       const code = err instanceof DeadlineExceeded ? "DEADLINE" : (err as { code?: unknown }).code;
       const errorClass =

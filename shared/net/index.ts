@@ -25,6 +25,12 @@ export {
   type UrlRule,
 } from "./policy.ts";
 export {
+  type ConnectionPool,
+  type ConnectionPoolOptions,
+  createConnectionPool,
+  type Destination,
+} from "./pool.ts";
+export {
   type ResolveCheck,
   type ResolvedAddress,
   type ResolveOptions,

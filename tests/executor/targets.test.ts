@@ -68,6 +68,8 @@ routes:
     executor: { kind: builtin, name: echo }
   - key: x.sleep
     executor: { kind: builtin, name: sleep, sleep_ms: 100 }
+  - key: x.instant
+    executor: { kind: builtin, name: sleep, sleep_ms: 0 }
   - key: x.off
     enabled: false
     executor: { kind: builtin, name: echo }
@@ -124,6 +126,12 @@ describe("builtin targets", () => {
     const jobId = await submit("x.sleep", "zz");
     expect(await waitFinal(get, jobId)).toMatchObject({ status: "done", output: "zz" });
     expect(await eventTypes(hub.nats.nc, CLIENT.id, jobId)).toEqual(["job.running", "job.done"]);
+  });
+
+  test("sleep with sleep_ms 0 → done, without a job.running nobody could see", async () => {
+    const jobId = await submit("x.instant", "now");
+    expect(await waitFinal(get, jobId)).toMatchObject({ status: "done", output: "now" });
+    expect(await eventTypes(hub.nats.nc, CLIENT.id, jobId)).toEqual(["job.done"]);
   });
 
   test("a disabled route → rejected route_disabled", async () => {

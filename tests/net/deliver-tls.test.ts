@@ -3,7 +3,12 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { deliverWebhook, parseCidrList, type Resolver } from "../../shared/net/index.ts";
+import {
+  createConnectionPool,
+  deliverWebhook,
+  parseCidrList,
+  type Resolver,
+} from "../../shared/net/index.ts";
 
 // Self-signed certificate for "rebind.test" (see fixtures/README.md).
 const cert = readFileSync(new URL("./fixtures/rebind-test.cert.pem", import.meta.url), "utf8");
@@ -11,12 +16,14 @@ const key = readFileSync(new URL("./fixtures/rebind-test.key.pem", import.meta.u
 const seen: { host?: string; servername?: string | false | null }[] = [];
 let server: Server;
 let port = 0;
+let handshakes = 0;
 
 beforeAll(async () => {
   server = createServer({ key, cert }, (req, res) => {
     seen.push({ host: req.headers.host, servername: (req.socket as TLSSocket).servername });
     res.end("ok");
   });
+  server.on("secureConnection", () => handshakes++);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as AddressInfo).port;
 });
@@ -59,5 +66,31 @@ describe("deliverWebhook over TLS with a pinned address", () => {
       ca: cert,
     });
     expect(attempt).toMatchObject({ ok: false, errorClass: "tls" });
+  });
+
+  test("a pooled destination reuses one TLS connection and keeps SNI on the hostname", async () => {
+    const connections = createConnectionPool();
+    const before = handshakes;
+    for (let i = 0; i < 5; i++) {
+      const attempt = await deliverWebhook({
+        ...common,
+        url: `https://rebind.test:${port}/pooled`,
+        resolver: toLoopback,
+        ca: cert,
+        connections,
+      });
+      expect(attempt).toMatchObject({ ok: true, status: 200 });
+      expect(seen.at(-1)).toEqual({ host: `rebind.test:${port}`, servername: "rebind.test" });
+    }
+    expect(handshakes - before).toBe(1);
+    // Without the CA the same name and address is another pool entry, and still refused.
+    const untrusted = await deliverWebhook({
+      ...common,
+      url: `https://rebind.test:${port}/pooled`,
+      resolver: toLoopback,
+      connections,
+    });
+    expect(untrusted).toMatchObject({ ok: false, errorClass: "tls" });
+    connections.close();
   });
 });
