@@ -134,6 +134,13 @@ describe.each(OVERLAYS)("kustomize render of %s", (overlay) => {
       const c = d.spec?.template.spec?.containers[0];
       expect(c?.args).toEqual(["serve", svc]);
       expect(d.spec?.template.spec?.serviceAccountName).toBe("switchyard");
+      // JSC sizes its heap for the container's limit, not the node's RAM (docs/performance.md).
+      const ram = c?.env?.find((e) => e.name === "BUN_JSC_forceRAMSize");
+      expect(ram?.valueFrom?.resourceFieldRef).toEqual({
+        containerName: c?.name,
+        resource: "limits.memory",
+      });
+      expect(c?.resources?.limits?.memory).toBeDefined();
     }
     expect(byKind(objects, "Deployment").length).toBe(4);
     const sts = named<IStatefulSet>(objects, "StatefulSet", "nats");
