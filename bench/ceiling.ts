@@ -7,6 +7,9 @@
  * so the hub's projector and executor do the same downstream work for it as for a real run: the
  * ceiling and the ingress are measured with the same background consumers running.
  *
+ * The NATS connection has the hub's client settings (no async stack traces, writes coalesced per
+ * event-loop turn), so the ratio measures the hub's work, not a handicapped client.
+ *
  * Env: NATS_URL, PORT. Prints "LISTENING <port>".
  */
 import { randomBytes } from "node:crypto";
@@ -14,8 +17,14 @@ import { jetstream } from "@nats-io/jetstream";
 import { connect, headers as natsHeaders } from "@nats-io/transport-node";
 import { Elysia } from "elysia";
 import { validateRunRequest } from "../services/ingress/run-request.ts";
+import { coalesceWrites } from "../shared/nats/index.ts";
 
-const nc = await connect({ servers: process.env.NATS_URL ?? "", name: "bench-ceiling" });
+const nc = await connect({
+  servers: process.env.NATS_URL ?? "",
+  name: "bench-ceiling",
+  noAsyncTraces: true,
+});
+coalesceWrites(nc);
 const js = jetstream(nc);
 const prefix = randomBytes(6).toString("base64url"); // 8 characters
 let counter = 0;

@@ -1,7 +1,7 @@
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
 import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared/ids/index.ts";
-import { createJobReader, startJobViewCache } from "../../shared/jobs/index.ts";
+import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { callbackEgressPolicy } from "../callback/settings.ts";
@@ -39,8 +39,8 @@ export interface RunningIngress {
 /** Starts the Client API HTTP server on config.server.host/port. */
 export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const { hub, config, logger, clock } = deps;
-  // GET /jobs and replays answer from an in-process view cache fed by a KV watch (misses read KV).
-  const cache = await startJobViewCache(hub.jobs, { logger });
+  // GET /jobs and replays of settled jobs answer from memory; other views are read from KV.
+  const cache = createJobViewCache({ now: () => clock.now().getTime() });
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
   let draining = false;
   const app = createIngressApp({
@@ -100,7 +100,6 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     async stop() {
       draining = true;
       await app.stop(false);
-      await cache.stop();
     },
   };
 }

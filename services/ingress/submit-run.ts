@@ -41,18 +41,6 @@ export interface RunSubmitterDeps {
  * sequence 0 (the guard that does not expire). A 202 is only returned after JetStream's ack.
  */
 export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
-  // Pipelined publishes: the requests that arrive in one event-loop turn publish together in the
-  // next one, so nats.js (which flushes its outbound buffer once per microtask checkpoint) writes
-  // them to the socket in one write instead of one write each. Each still awaits its own ack.
-  let turn: Promise<void> | undefined;
-  const nextTurn = () =>
-    (turn ??= new Promise<void>((resolve) =>
-      setImmediate(() => {
-        turn = undefined;
-        resolve();
-      }),
-    ));
-
   const conflict = (requestId: string) =>
     new RequestConflictError({
       detail: `request_id '${requestId}' was already used with a different body; use a new request_id for new work.`,
@@ -78,8 +66,8 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
     async submit(client, request, traceparent) {
       const jobId = deps.deriveJobId(client.id, request.request_id);
       const fingerprint = requestFingerprint(request);
-      // A view exists only once run.requested is stored, so a cached view means "seen before":
-      // answer the replay (or the conflict) from it, without a publish or a stream read.
+      // A view exists only once run.requested is stored, so a cached (settled) view means "seen
+      // before": answer the replay (or the conflict) from it, without a publish or a stream read.
       const seen = deps.reader.cached?.(client.id, jobId);
       if (seen) {
         if (seen.fingerprint !== fingerprint) throw conflict(seen.request_id);
@@ -102,7 +90,6 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
         },
       };
       try {
-        await nextTurn();
         const result = await appendEvent(deps.js, event, {
           msgId: jobId,
           expectedLastSubjectSeq: 0,

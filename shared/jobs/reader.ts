@@ -22,7 +22,7 @@ const decoder = new TextDecoder();
 export function createJobReader(deps: {
   readonly kv: KV;
   readonly jsm: JetStreamManager;
-  /** Optional in-process cache fed by a KV watch (view-cache.ts); misses read KV as before. */
+  /** Optional in-process cache of settled views (view-cache.ts); everything else reads KV. */
   readonly cache?: JobViewCache;
 }): JobReader {
   const { cache } = deps;
@@ -50,8 +50,9 @@ export function createJobReader(deps: {
       if (hit) return hit;
       const entry = await deps.kv.get(key);
       if (entry && entry.operation === "PUT" && entry.length > 0) {
-        cache?.remember(key, entry.revision, entry.value);
-        return JSON.parse(decoder.decode(entry.value)) as JobView;
+        const view = JSON.parse(decoder.decode(entry.value)) as JobView;
+        cache?.remember(key, entry.revision, view);
+        return view;
       }
       return fromStream(clientId, jobId);
     },

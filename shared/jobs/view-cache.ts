@@ -1,49 +1,52 @@
-import { type KV, KvWatchInclude } from "@nats-io/kv";
-import type { JobView } from "../domain/index.ts";
-import type { Logger } from "../log/index.ts";
+import { isFinal, type JobView } from "../domain/index.ts";
 
 /**
- * An in-process cache of job views, fed by a watch on the `sy_jobs` bucket, so GET /jobs and the
- * replay path of POST /run answer without a NATS round trip. The watch starts at "now" (updates
- * only); views written before it are filled in by the reader's direct KV reads. Entries keep the
- * KV revision, and an older revision never replaces a newer one, so a key only moves forward.
+ * An in-process cache of **settled** job views: final status, and no callback still pending. A
+ * settled view no longer changes through the job's own work, so GET /jobs and the replay path of
+ * POST /run can answer it without a NATS round trip, and every other view is read from KV each
+ * time (read-your-writes without a feed).
  *
- * Bounded: about `maxEntries` views (the least recently written are dropped first), each
- * trusted for at most `maxAgeMs` since it was last confirmed (the KV's TTL removes views without
- * a watch event). A miss is never an answer: the reader falls back to KV, then to the stream.
+ * It replaced a cache fed by a watch on the whole `sy_jobs` bucket: that cost the ingress 20% of
+ * its CPU under POST load (every projector write delivered to, and parsed by, every ingress
+ * replica), so it grew with replicas × writes, not with reads.
+ *
+ * Two things can still change a settled view: an operator's callback redelivery request (the
+ * callback goes back to pending) and a projector rebuild. Entries are therefore trusted for
+ * `maxAgeMs` (default 30 s) after they were read from KV, then read again.
+ *
+ * Bounded: about `maxEntries` views in two generations (the older half is dropped whole).
  */
 export interface JobViewCache {
-  /** The cached view of `<client_id>.<job_id>`, or undefined on a miss. */
+  /** The cached settled view of `<client_id>.<job_id>`, or undefined on a miss. */
   get(key: string): JobView | undefined;
-  /** Records a view read directly from KV (ignored when the cache already holds a newer one). */
-  remember(key: string, revision: number, bytes: Uint8Array): void;
+  /** Offers a view just read from KV; kept only when settled and newer than what is held. */
+  remember(key: string, revision: number, view: JobView): void;
   readonly size: number;
-  stop(): Promise<void>;
 }
 
 export interface JobViewCacheOptions {
   readonly maxEntries?: number;
   readonly maxAgeMs?: number;
-  readonly logger?: Logger;
-  readonly now?: () => number;
+  /** Epoch milliseconds. */
+  readonly now: () => number;
 }
 
 interface Entry {
-  revision: number;
-  bytes: Uint8Array | undefined;
-  view: JobView | undefined;
-  at: number;
+  readonly revision: number;
+  readonly view: JobView;
+  readonly at: number;
 }
 
-const decoder = new TextDecoder();
+/** True when nothing the job does can change the view any more. */
+export function isSettledView(view: JobView): boolean {
+  return isFinal(view.status) && view.callback?.status !== "pending";
+}
 
-export async function startJobViewCache(
-  kv: KV,
-  options: JobViewCacheOptions = {},
-): Promise<JobViewCache> {
+/** Creates the cache; it holds no connection and needs no stop. */
+export function createJobViewCache(options: JobViewCacheOptions): JobViewCache {
   const maxEntries = options.maxEntries ?? 20_000;
-  const maxAgeMs = options.maxAgeMs ?? 300_000;
-  const now = options.now ?? Date.now;
+  const maxAgeMs = options.maxAgeMs ?? 30_000;
+  const { now } = options;
   // Two generations instead of one LRU map: writes go to `young`; when it holds half the budget
   // it becomes `old` and the previous `old` is dropped. Nothing is ever deleted from a Map, so
   // there is no delete-then-iterate-from-the-front cost (JSC skips deleted slots one by one).
@@ -52,53 +55,25 @@ export async function startJobViewCache(
   let old = new Map<string, Entry>();
   const lookup = (key: string) => young.get(key) ?? old.get(key);
 
-  const put = (key: string, revision: number, bytes: Uint8Array | undefined) => {
-    const current = lookup(key);
-    if (current && current.revision >= revision) {
-      if (current.revision === revision) current.at = now();
-      return;
-    }
-    // Copy: a watch message's payload is a view into the connection's read buffer.
-    young.set(key, { revision, bytes: bytes?.slice(), view: undefined, at: now() });
-    if (young.size >= half) {
-      old = young;
-      young = new Map();
-    }
-  };
-
-  const watch = await kv.watch({ include: KvWatchInclude.UpdatesOnly });
-  const done = (async () => {
-    for await (const e of watch) {
-      // Views are never empty; a delete or purge has no payload (checked without decoding the
-      // headers). It keeps its revision, so an older direct read cannot resurrect the key.
-      const value = e.value;
-      put(e.key, e.revision, value.length > 0 ? value : undefined);
-    }
-  })().catch((err: unknown) => {
-    options.logger?.warn({ err: (err as Error).message }, "job view cache watch ended");
-    young = new Map();
-    old = new Map();
-  });
-
   return {
     get(key) {
       const entry = lookup(key);
-      // Stale entries are not answers; the reader's KV read confirms (or replaces) them.
-      if (!entry?.bytes || now() - entry.at > maxAgeMs) return undefined;
-      entry.view ??= JSON.parse(decoder.decode(entry.bytes)) as JobView;
+      // Too old to trust: the reader's KV read confirms (or replaces) it.
+      if (entry === undefined || now() - entry.at > maxAgeMs) return undefined;
       return entry.view;
     },
-    remember(key, revision, bytes) {
-      put(key, revision, bytes);
+    remember(key, revision, view) {
+      if (!isSettledView(view)) return;
+      const current = lookup(key);
+      if (current !== undefined && current.revision > revision) return;
+      young.set(key, { revision, view, at: now() });
+      if (young.size >= half) {
+        old = young;
+        young = new Map();
+      }
     },
     get size() {
       return young.size + old.size;
-    },
-    async stop() {
-      watch.stop();
-      await done;
-      young = new Map();
-      old = new Map();
     },
   };
 }
