@@ -14,6 +14,7 @@ import {
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import { type JobState, type JobView, transition } from "../../shared/domain/index.ts";
+import { isSettledView } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
 export interface ProjectorDeps {
@@ -142,7 +143,10 @@ export function createProjector(deps: ProjectorDeps): Projector {
         revision === 0
           ? await deps.kv.create(key, bytes)
           : await deps.kv.update(key, bytes, revision);
-      remember(key, { view, revision: next });
+      // A settled view (final, no callback pending) expects no more events but an operator's
+      // rare redelivery request: it leaves the cache to the jobs still in flight.
+      if (isSettledView(view)) forget(key);
+      else remember(key, { view, revision: next });
       return true;
     } catch (err) {
       forget(key);
