@@ -26,8 +26,29 @@ export const WATCHDOG_CONSUMER = "watchdog";
 /** Looks at open jobs in flight at once. */
 const LOOKS_AT_ONCE = 16;
 
+/** A run accepted less than this ago is not looked up on its first delivery. */
+const FRESH_RUN_MS = 1_000;
+
 /** Deadline of a job whose route is gone from the config (the schema's default). */
 const DEFAULT_DEADLINE_MS = 15 * 60_000;
+
+/**
+ * The first look at a run accepted moments ago: its job is almost surely still in flight, so the
+ * watchdog waits (returns the milliseconds left) without reading its status, one stream read per
+ * job fewer. Undefined means "read the status". A watchdog that lags behind sees older runs,
+ * reads, and frees at once the slots of jobs that already finished. Pure.
+ */
+export function waitUnread(look: {
+  readonly deliveryCount: number;
+  readonly acceptedAt: number;
+  readonly dueAt: number;
+  readonly now: number;
+}): number | undefined {
+  const fresh = look.now - look.acceptedAt < FRESH_RUN_MS;
+  return look.deliveryCount === 1 && fresh && look.dueAt > look.now
+    ? look.dueAt - look.now
+    : undefined;
+}
 
 export interface WatchdogDeps {
   readonly js: JetStreamClient;
@@ -80,13 +101,20 @@ export function createWatchdog(deps: WatchdogDeps): Watchdog {
     }
     const route = deps.routes.route(run.data.route);
     const deadlineMs = route ? parseDuration(route.deadline) : DEFAULT_DEADLINE_MS;
-    const dueAt = Date.parse(run.occurred_at) + deadlineMs;
+    const acceptedAt = Date.parse(run.occurred_at);
+    const dueAt = acceptedAt + deadlineMs;
+    const now = deps.clock.now().getTime();
+    const unread = waitUnread({ deliveryCount: msg.info.deliveryCount, acceptedAt, dueAt, now });
+    if (unread !== undefined) {
+      msg.nak(Math.min(unread, recheckMs));
+      return;
+    }
     const current = await readStatus(deps.jsm, run);
     if (isFinal(current.status)) {
       msg.ack();
       return;
     }
-    const wait = dueAt - deps.clock.now().getTime();
+    const wait = dueAt - now;
     if (wait > 0) {
       msg.nak(Math.min(wait, recheckMs));
       return;
