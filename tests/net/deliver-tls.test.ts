@@ -1,14 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
-import {
-  createConnectionPool,
-  deliverWebhook,
-  parseCidrList,
-  type Resolver,
-} from "../../shared/net/index.ts";
+import { createConnectionPool, deliverWebhook, parseCidrList } from "../../shared/net/index.ts";
+import { closeServer, listenOnLoopback, toLoopback } from "./servers.ts";
 
 // Self-signed certificate for "rebind.test" (see fixtures/README.md).
 const cert = readFileSync(new URL("./fixtures/rebind-test.cert.pem", import.meta.url), "utf8");
@@ -24,16 +19,11 @@ beforeAll(async () => {
     res.end("ok");
   });
   server.on("secureConnection", () => handshakes++);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  port = (server.address() as AddressInfo).port;
+  port = await listenOnLoopback(server);
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => closeServer(server));
 
-const toLoopback: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
 const allowCidrs = parseCidrList("127.0.0.0/8");
 const common = { body: "{}", headers: { "content-type": "application/json" }, allowCidrs };
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { Socket } from "node:net";
 import {
   createConnectionPool,
   type DeliverOptions,
@@ -9,6 +9,7 @@ import {
   type Resolver,
 } from "../../shared/net/index.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { closeServer, listenOnLoopback, toLoopback } from "./servers.ts";
 
 /** A node:http receiver that counts the TCP connections it accepted and closed. */
 let server: Server;
@@ -36,16 +37,11 @@ beforeAll(async () => {
       closedSockets.add(socket);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  port = (server.address() as AddressInfo).port;
+  port = await listenOnLoopback(server);
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => closeServer(server));
 
-const toLoopback: Resolver = async () => [{ address: "127.0.0.1", family: 4 }];
 const allowCidrs = parseCidrList("127.0.0.0/8");
 const attempt = (url: string, extra: Partial<DeliverOptions> = {}) =>
   deliverWebhook({
