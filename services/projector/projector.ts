@@ -70,6 +70,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
   let messages: ConsumerMessages | undefined;
   let queue: JsMsg[] = [];
   let wake: (() => void) | undefined;
+  /** Resolves the consumer pump's wait when the loop has taken a batch off a full queue. */
+  let space: (() => void) | undefined;
+  const maxQueued = maxBatch * 4;
   let running = false;
   let applied = 0;
   let loopDone: Promise<void> = Promise.resolve();
@@ -284,6 +287,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       }
       const batch = queue.slice(0, maxBatch);
       queue = queue.slice(batch.length);
+      space?.();
       await applyBatch(batch);
     }
   };
@@ -306,12 +310,22 @@ export function createProjector(deps: ProjectorDeps): Projector {
         for await (const msg of messages as ConsumerMessages) {
           queue.push(msg);
           wake?.();
+          // Backpressure: while the queue is full, stop taking from the consumer, so nats.js stops
+          // pulling. Unbounded, the queue held 16k messages behind a burst (the projector's RSS
+          // peak), each one's ack wait running.
+          while (queue.length >= maxQueued && running) {
+            await new Promise<void>((resolve) => {
+              space = resolve;
+            });
+            space = undefined;
+          }
         }
       })();
       logger.info({ durable }, "projector started");
     },
     async stop() {
       running = false;
+      space?.();
       await messages?.close();
       wake?.();
       await loopDone;
