@@ -61,8 +61,8 @@ const CACHE_LIMIT = 20_000;
 export function createProjector(deps: ProjectorDeps): Projector {
   const { logger } = deps;
   const durable = deps.durable ?? TOPOLOGY.consumers.projector;
-  // 250, not 1000: the same throughput (a round still holds tens of ms of events at full load) with a
-  // quarter of the KV writes in flight at once; the peak RSS fell from 158–172 to 139–142 MB.
+  // 250, not 1000: the same throughput (a round still holds tens of ms of events at full load)
+  // with a quarter of the KV writes in flight, and a lower peak RSS (docs/performance.md).
   const maxBatch = deps.maxBatch ?? 250;
   // Two generations instead of one LRU map (see remember): no delete-then-iterate-from-the-front.
   let cache = new Map<string, Cached>();
