@@ -10,9 +10,9 @@
  *
  * Env: BENCH_DURATION (s, default 20), BENCH_E2E_JOBS (default 50000), BENCH_RATE (default 500),
  * BENCH_CONNECTIONS (default 64), BENCH_PEER=0 to skip the peer, REDIS_URL, BENCH_SMOL=1 (services
- * under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap for; default 512 MiB as in
- * the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services under --cpu-prof; summarise the profile
- * with `bun bench/profile.ts <file>`).
+ * under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap for; default 512 MiB
+ * as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services under --cpu-prof;
+ * summarise the profile with `bun bench/profile.ts <file>`).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -67,13 +67,14 @@ const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
 const WITH_PEER = env.BENCH_PEER !== "0";
 const BUN = process.execPath;
 const HUB_SERVICES = ["ingress", "projector", "executor", "callback"] as const;
-/**
- * The memory JavaScriptCore sizes its heap for, as the Kubernetes manifests give each service
- * (BUN_JSC_forceRAMSize from limits.memory, 512Mi). Without it JSC sizes the heap for the host's
- * RAM and lets garbage pile up. BENCH_RAM_SIZE=0 leaves it unset.
- */
-const HUB_RAM_SIZE = env.BENCH_RAM_SIZE ?? String(512 * 1024 * 1024);
 type HubService = (typeof HUB_SERVICES)[number];
+/**
+ * The memory JavaScriptCore sizes the services' heap for, as the Kubernetes manifests give each
+ * (BUN_JSC_forceRAMSize from limits.memory, 512Mi); without it JSC sizes the heap for the host's
+ * RAM and lets garbage pile up. BENCH_RAM_SIZE=0 leaves it unset (undefined).
+ */
+const HUB_RAM_SIZE =
+  env.BENCH_RAM_SIZE === "0" ? undefined : (env.BENCH_RAM_SIZE ?? String(512 * 1024 * 1024));
 
 const log = (line: string) =>
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -105,7 +106,7 @@ const results: {
     rate: RATE,
     connections: CONNECTIONS,
     smol: env.BENCH_SMOL === "1",
-    jscRamSizeBytes: HUB_RAM_SIZE === "0" ? null : Number(HUB_RAM_SIZE),
+    jscRamSizeBytes: HUB_RAM_SIZE === undefined ? null : Number(HUB_RAM_SIZE),
   },
   scenarios: {},
   memoryMb: {},
@@ -387,7 +388,7 @@ async function main() {
         SWITCHYARD_LOG_LEVEL: "warn",
         NODE_ENV: "production",
         NATS_URL: undefined,
-        BUN_JSC_forceRAMSize: HUB_RAM_SIZE === "0" ? undefined : HUB_RAM_SIZE,
+        BUN_JSC_forceRAMSize: HUB_RAM_SIZE,
       },
     );
     services.set(svc, child);

@@ -14,7 +14,7 @@ import {
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import { type JobState, type JobView, transition } from "../../shared/domain/index.ts";
-import { isSettledView } from "../../shared/jobs/index.ts";
+import { GenerationalMap, isSettledView } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
 export interface ProjectorDeps {
@@ -64,9 +64,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
   // 250, not 1000: the same throughput (a round still holds tens of ms of events at full load)
   // with a quarter of the KV writes in flight, and a lower peak RSS (docs/performance.md).
   const maxBatch = deps.maxBatch ?? 250;
-  // Two generations instead of one LRU map (see remember): no delete-then-iterate-from-the-front.
-  let cache = new Map<string, Cached>();
-  let oldCache = new Map<string, Cached>();
+  const cache = new GenerationalMap<Cached>(CACHE_LIMIT);
   let messages: ConsumerMessages | undefined;
   let queue: JsMsg[] = [];
   let wake: (() => void) | undefined;
@@ -78,29 +76,12 @@ export function createProjector(deps: ProjectorDeps): Projector {
   let loopDone: Promise<void> = Promise.resolve();
 
   /**
-   * Writes go to the young generation; when it holds half the budget it becomes the old one and
-   * the previous old one is dropped. A Map that is only ever appended to and replaced keeps
-   * lookups and inserts O(1) (JSC iterates past deleted slots, which made LRU eviction O(n)).
-   */
-  const remember = (key: string, entry: Cached) => {
-    cache.set(key, entry);
-    if (cache.size >= CACHE_LIMIT / 2) {
-      oldCache = cache;
-      cache = new Map();
-    }
-  };
-  const forget = (key: string) => {
-    cache.delete(key);
-    oldCache.delete(key);
-  };
-
-  /**
    * The job's view and KV revision. `fresh`: the group starts with the job's run.requested, so the
    * key almost surely does not exist yet; skip the read and let kv.create (compare-and-set on "no
    * key") prove it. If it does exist (a redelivery), the create fails and the group is re-read.
    */
   const load = async (key: string, fresh: boolean): Promise<Cached & { guessed?: boolean }> => {
-    const hit = cache.get(key) ?? oldCache.get(key);
+    const hit = cache.get(key);
     if (hit) return hit;
     if (fresh) return { view: null, revision: 0, guessed: true };
     const entry = await deps.kv.get(key);
@@ -150,11 +131,11 @@ export function createProjector(deps: ProjectorDeps): Projector {
           : await deps.kv.update(key, bytes, revision);
       // A settled view (final, no callback pending) expects no more events but an operator's
       // rare redelivery request: it leaves the cache to the jobs still in flight.
-      if (isSettledView(view)) forget(key);
-      else remember(key, { view, revision: next });
+      if (isSettledView(view)) cache.delete(key);
+      else cache.set(key, { view, revision: next });
       return true;
     } catch (err) {
-      forget(key);
+      cache.delete(key);
       if (warn) logger.warn({ key, err: (err as Error).message }, "view write failed; retrying");
       return false;
     }
@@ -261,7 +242,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       const results = await Promise.all(
         [...groups].map(async ([key, msgs]) => {
           const ok = await applyGroup(key, msgs).catch((err: unknown) => {
-            forget(key);
+            cache.delete(key);
             logger.error({ key, err: (err as Error).message }, "projection failed; retrying");
             return false;
           });

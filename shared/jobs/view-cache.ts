@@ -1,4 +1,5 @@
 import { isFinal, type JobView } from "../domain/index.ts";
+import { GenerationalMap } from "./generations.ts";
 
 /**
  * An in-process cache of **settled** job views: final status, and no callback still pending. A
@@ -14,7 +15,7 @@ import { isFinal, type JobView } from "../domain/index.ts";
  * callback goes back to pending) and a projector rebuild. Entries are therefore trusted for
  * `maxAgeMs` (default 30 s) after they were read from KV, then read again.
  *
- * Bounded: about `maxEntries` views in two generations (the older half is dropped whole).
+ * Bounded: about `maxEntries` views (a GenerationalMap: the older half is dropped whole).
  */
 export interface JobViewCache {
   /** The cached settled view of `<client_id>.<job_id>`, or undefined on a miss. */
@@ -44,36 +45,25 @@ export function isSettledView(view: JobView): boolean {
 
 /** Creates the cache; it holds no connection and needs no stop. */
 export function createJobViewCache(options: JobViewCacheOptions): JobViewCache {
-  const maxEntries = options.maxEntries ?? 20_000;
   const maxAgeMs = options.maxAgeMs ?? 30_000;
   const { now } = options;
-  // Two generations instead of one LRU map: writes go to `young`; when it holds half the budget
-  // it becomes `old` and the previous `old` is dropped. Nothing is ever deleted from a Map, so
-  // there is no delete-then-iterate-from-the-front cost (JSC skips deleted slots one by one).
-  const half = Math.max(1, Math.floor(maxEntries / 2));
-  let young = new Map<string, Entry>();
-  let old = new Map<string, Entry>();
-  const lookup = (key: string) => young.get(key) ?? old.get(key);
+  const entries = new GenerationalMap<Entry>(options.maxEntries ?? 20_000);
 
   return {
     get(key) {
-      const entry = lookup(key);
+      const entry = entries.get(key);
       // Too old to trust: the reader's KV read confirms (or replaces) it.
       if (entry === undefined || now() - entry.at > maxAgeMs) return undefined;
       return entry.view;
     },
     remember(key, revision, view) {
       if (!isSettledView(view)) return;
-      const current = lookup(key);
+      const current = entries.get(key);
       if (current !== undefined && current.revision > revision) return;
-      young.set(key, { revision, view, at: now() });
-      if (young.size >= half) {
-        old = young;
-        young = new Map();
-      }
+      entries.set(key, { revision, view, at: now() });
     },
     get size() {
-      return young.size + old.size;
+      return entries.size;
     },
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { JobView } from "../../shared/domain/index.ts";
-import { createJobViewCache, isSettledView } from "../../shared/jobs/index.ts";
+import { createJobViewCache, GenerationalMap, isSettledView } from "../../shared/jobs/index.ts";
 
 const base: JobView = {
   job_id: "job_a",
@@ -74,5 +74,21 @@ describe("createJobViewCache", () => {
     expect(cache.size).toBeLessThanOrEqual(10);
     expect(cache.get("c.job_99")?.job_id).toBe("job_99");
     expect(cache.get("c.job_0")).toBeUndefined();
+  });
+});
+
+describe("GenerationalMap", () => {
+  test("keeps the newest half-budget generations, forgets deleted keys in both", () => {
+    const map = new GenerationalMap<number>(4);
+    map.set("a", 1);
+    map.set("b", 2); // young is full (2): it becomes old
+    map.set("c", 3);
+    expect([map.get("a"), map.get("b"), map.get("c")]).toEqual([1, 2, 3]);
+    map.set("d", 4); // young (c, d) becomes old; a and b are dropped
+    expect(map.get("a")).toBeUndefined();
+    expect(map.get("d")).toBe(4);
+    map.delete("c");
+    expect(map.get("c")).toBeUndefined();
+    expect(map.size).toBe(1);
   });
 });
