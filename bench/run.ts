@@ -23,7 +23,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Queue } from "bullmq";
 import { RedisClient } from "bun";
 import { WATCHDOG_CONSUMER } from "../services/executor/watchdog.ts";
-import { hashToken } from "../services/ingress/auth.ts";
+import { hashToken } from "../shared/auth/index.ts";
 import { TOPOLOGY } from "../shared/bus/topology.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
 import type { E2eResult, E2eSpec } from "./e2e.ts";

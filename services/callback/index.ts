@@ -24,9 +24,7 @@ export {
 export {
   ackWaitMs,
   type CallbackSettings,
-  callbackEgressPolicy,
   callbackSettings,
   maxDeliveries,
   scheduleFor,
 } from "./settings.ts";
-export { checkCallbackAtSubmit } from "./submit-check.ts";

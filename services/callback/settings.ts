@@ -1,5 +1,6 @@
-import { type CallbacksConfig, type Config, parseDuration } from "../../shared/config/index.ts";
-import { type EgressPolicy, parseCidrList } from "../../shared/net/index.ts";
+import { callbackEgressPolicy } from "../../shared/callbacks/index.ts";
+import { type Config, parseDuration } from "../../shared/config/index.ts";
+import type { EgressPolicy } from "../../shared/net/index.ts";
 
 /** The callback settings a running service uses, parsed once from the config. */
 export interface CallbackSettings {
@@ -15,17 +16,6 @@ export interface CallbackSettings {
   /** Upper bound on a receiver's Retry-After. */
   readonly maxRetryAfterMs: number;
   readonly concurrency: number;
-}
-
-/**
- * The egress policy of `callbacks.allow_cidrs` / `allow_private`. Throws CidrParseError naming a
- * bad entry, so a typo stops start-up instead of silently widening or narrowing the allowlist.
- */
-export function callbackEgressPolicy(callbacks: CallbacksConfig): EgressPolicy {
-  return {
-    allowCidrs: parseCidrList(callbacks.allow_cidrs),
-    allowPrivate: callbacks.allow_private,
-  };
 }
 
 /** Parses the `callbacks` section and the clients' retry schedules. */

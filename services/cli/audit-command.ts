@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { exportPKCS8, exportSPKI, generateKeyPair, importSPKI } from "jose";
+import type { HubConnection } from "../../shared/hub/index.ts";
 import { auditRecords, fileRecords, readViews, streamRecords } from "../audit/index.ts";
-import type { HubConnection } from "../runtime/hub.ts";
 import type { CommandIo } from "./events-command.ts";
 
 /** `switchyard audit keygen`: an Ed25519 key pair for signing checkpoints (PKCS#8 / SPKI PEM). */

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { hashToken } from "../../shared/auth/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import {
   type Config,
@@ -14,6 +15,7 @@ import {
   loadConfigFile,
   parseConfig,
 } from "../../shared/config/index.ts";
+import { connectHub } from "../../shared/hub/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
 import { createLogger, type Logger } from "../../shared/log/index.ts";
 import {
@@ -21,10 +23,8 @@ import {
   NatsServerNotFoundError,
   startNatsServer,
 } from "../../shared/nats/index.ts";
-import { hashToken } from "../ingress/index.ts";
-import { rebuildProjection } from "../projector/rebuild.ts";
+import { rebuildProjection } from "../projector/index.ts";
 import { demoConfig } from "../runtime/demo.ts";
-import { connectHub } from "../runtime/hub.ts";
 import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
 import { runAuditKeygen, runAuditVerify } from "./audit-command.ts";
 import { runEventsCommand } from "./events-command.ts";

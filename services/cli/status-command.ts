@@ -1,6 +1,6 @@
 import { Kvm } from "@nats-io/kv";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import type { HubConnection } from "../runtime/hub.ts";
+import type { HubConnection } from "../../shared/hub/index.ts";
 import type { CommandIo } from "./events-command.ts";
 
 /** Oldest nats-server supported in production (docs/architecture.md, "nats-server versions"). */

@@ -1,6 +1,7 @@
 import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { Clock } from "../../shared/clock/index.ts";
 import { parseDuration, type RouteConfig } from "../../shared/config/index.ts";
+import type { DispatchIndex } from "../../shared/dispatch/index.ts";
 import { canMove, isFinal, type JobStatus } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -19,7 +20,6 @@ import {
   taskConsumerName,
   writeStatus,
 } from "../../shared/worker/index.ts";
-import type { DispatchIndex } from "./dispatch-index.ts";
 import { type HttpOutcome, postTask } from "./http-post.ts";
 import { recordTransition } from "./observe.ts";
 import type { Slots } from "./slots.ts";

@@ -1,10 +1,3 @@
-export {
-  createDispatchIndex,
-  DISPATCH_BUCKET,
-  type DispatchIndex,
-  type DispatchRecord,
-  openDispatchIndex,
-} from "./dispatch-index.ts";
 export { createExecutor, type Executor, type ToolSetReader } from "./executor.ts";
 export { ATTEMPT_HEADER, signedTaskRequest } from "./http-post.ts";
 export { type ExecutorService, startExecutorService } from "./service.ts";

@@ -7,12 +7,12 @@ import {
   type RouteConfig,
   type RouteTable,
 } from "../../shared/config/index.ts";
+import { openDispatchIndex } from "../../shared/dispatch/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { openToolSetStore } from "../../shared/tools/index.ts";
 import { ensureRouteConsumer, ensureTaskStream } from "../../shared/worker/index.ts";
-import { openDispatchIndex } from "./dispatch-index.ts";
 import { createExecutor, type ToolSetReader } from "./executor.ts";
 import { createHttpDispatcher, type HttpDispatcher } from "./http-dispatcher.ts";
 import { createSlots } from "./slots.ts";

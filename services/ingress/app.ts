@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { classifyNatsError } from "../../shared/bus/index.ts";
+import { checkCallbackAtSubmit } from "../../shared/callbacks/index.ts";
 import type { ClientConfig, RouteTable } from "../../shared/config/index.ts";
 import { routeAllowed } from "../../shared/config/index.ts";
 import { toJobResource } from "../../shared/domain/index.ts";
@@ -23,7 +24,6 @@ import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { EgressPolicy } from "../../shared/net/index.ts";
 import { traceIdOf, traceparentFrom } from "../../shared/trace/index.ts";
-import { checkCallbackAtSubmit } from "../callback/submit-check.ts";
 import type { Authenticator } from "./auth.ts";
 import { type AuthFailureLimiter, clientAddress, type SocketAddress } from "./auth-limit.ts";
 import { EXECUTOR_REPORT_PATH, type ExecutorReportHandler } from "./executor-reports.ts";

@@ -21,11 +21,6 @@ function unauthorized(detail: string): UnauthorizedError {
   return new UnauthorizedError({ detail, headers: CHALLENGE });
 }
 
-/** SHA-256 (hex) of a token: what the config stores instead of the token. */
-export function hashToken(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
-}
-
 interface HashEntry {
   readonly hash: Buffer;
   readonly client: ClientConfig;

@@ -5,6 +5,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { classifyNatsError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { RouteConfig } from "../../shared/config/index.ts";
+import type { DispatchIndex } from "../../shared/dispatch/index.ts";
 import { canMove, isFinal, type JobStatus } from "../../shared/domain/index.ts";
 import {
   InvalidRequestError,
@@ -17,7 +18,6 @@ import {
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { type StatusIntent, statusOf, writeStatus } from "../../shared/worker/index.ts";
-import type { DispatchIndex } from "../executor/index.ts";
 import { readJsonBody } from "./json-body.ts";
 
 /** Path of the report endpoint; `:job_id` is the task's job id. */

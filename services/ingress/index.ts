@@ -1,12 +1,12 @@
+import { callbackEgressPolicy } from "../../shared/callbacks/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
+import { openDispatchIndex } from "../../shared/dispatch/index.ts";
+import type { HubConnection } from "../../shared/hub/index.ts";
 import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared/ids/index.ts";
 import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { callbackEgressPolicy } from "../callback/settings.ts";
-import { openDispatchIndex } from "../executor/index.ts";
-import type { HubConnection } from "../runtime/hub.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
 import { createAuthFailureLimiter } from "./auth-limit.ts";
@@ -16,7 +16,6 @@ import { createRateLimiter } from "./rate-limit.ts";
 import { createRunSubmitter } from "./submit-run.ts";
 
 export { createIngressApp } from "./app.ts";
-export { hashToken } from "./auth.ts";
 export { buildOpenApiDocument } from "./openapi.ts";
 export { RunRequestSchema, validateRunRequest } from "./run-request.ts";
 

@@ -1,1 +1,2 @@
 export { createProjector, type Projector } from "./projector.ts";
+export { rebuildProjection } from "./rebuild.ts";

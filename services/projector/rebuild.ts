@@ -1,7 +1,7 @@
-import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjector } from "./projector.ts";
 
@@ -25,7 +25,7 @@ export async function rebuildProjection(
   try {
     await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, durable);
   } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === 10014)) throw err;
+    if (!isJsError(err, "consumerNotFound")) throw err;
   }
   const kv = await new Kvm(deps.nc).open(TOPOLOGY.jobsBucket);
   const keys: string[] = [];

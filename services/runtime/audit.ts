@@ -1,9 +1,9 @@
 import { importPKCS8 } from "jose";
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, parseDuration } from "../../shared/config/index.ts";
+import type { HubConnection } from "../../shared/hub/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { type Checkpointer, createCheckpointer } from "../audit/index.ts";
-import type { HubConnection } from "./hub.ts";
 
 /**
  * Starts periodic signed audit checkpoints when `audit.signing_key_pem` is configured (they run

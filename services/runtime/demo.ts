@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { hashToken } from "../../shared/auth/index.ts";
 import { type Config, parseConfig } from "../../shared/config/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
-import { hashToken } from "../ingress/index.ts";
 
 /**
  * A config for trying the hub: one client with a fresh token and callback secret, the builtin

@@ -1,5 +1,6 @@
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable } from "../../shared/config/index.ts";
+import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
@@ -10,7 +11,6 @@ import { createProjector } from "../projector/index.ts";
 import { startAdminServer } from "./admin.ts";
 import { startAuditCheckpoints } from "./audit.ts";
 import { startConsumerStats } from "./consumer-stats.ts";
-import { connectHub, type HubConnection } from "./hub.ts";
 
 export const SERVICE_NAMES = ["ingress", "projector", "executor", "callback"] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];

@@ -1,7 +1,8 @@
-import { JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { type JobEvent, streamKindOf } from "../domain/index.ts";
 import { EVENT_TYPE_HEADER, encodeEvent, TRACEPARENT_HEADER } from "./codec.ts";
+import { isJsError } from "./js-errors.ts";
 import { jobSubject } from "./subjects.ts";
 
 export interface AppendOptions {
@@ -18,15 +19,6 @@ export type AppendResult =
   | { readonly kind: "appended"; readonly seq: number }
   | { readonly kind: "duplicate"; readonly seq: number }
   | { readonly kind: "conflict" };
-
-/** JetStream API error codes the hub reacts to. */
-export const JS_ERR = {
-  wrongLastSequence: 10071,
-  streamNotFound: 10059,
-  storeFailed: 10077,
-  insufficientResources: 10023,
-  maxBytes: 10054,
-} as const;
 
 /**
  * Appends one event to its job subject. With `expectedLastSubjectSeq` the server checks
@@ -55,7 +47,7 @@ export async function appendEvent(
     );
     return ack.duplicate ? { kind: "duplicate", seq: ack.seq } : { kind: "appended", seq: ack.seq };
   } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === JS_ERR.wrongLastSequence) {
+    if (isJsError(err, "wrongLastSequence")) {
       return { kind: "conflict" };
     }
     throw err;

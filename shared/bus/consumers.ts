@@ -2,9 +2,9 @@ import {
   AckPolicy,
   type ConsumerConfig,
   DeliverPolicy,
-  JetStreamApiError,
   type JetStreamManager,
 } from "@nats-io/jetstream";
+import { isJsError } from "./js-errors.ts";
 import { TOPOLOGY } from "./topology.ts";
 
 export interface DurableOptions {
@@ -39,16 +39,12 @@ export async function ensureDurable(jsm: JetStreamManager, options: DurableOptio
       ...(config.backoff === undefined ? {} : { backoff: config.backoff }),
     });
   } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === 10014)) throw err;
+    if (!isJsError(err, "consumerNotFound")) throw err;
     try {
       await jsm.consumers.add(TOPOLOGY.eventsStream, config);
     } catch (addErr) {
-      // Another replica created it first (10148: consumer already exists / 10013: name in use).
-      if (
-        !(addErr instanceof JetStreamApiError && (addErr.code === 10148 || addErr.code === 10013))
-      ) {
-        throw addErr;
-      }
+      // Another replica created it first.
+      if (!isJsError(addErr, "consumerExists", "consumerNameInUse")) throw addErr;
     }
   }
 }

@@ -7,9 +7,16 @@ import {
   TimeoutError,
 } from "@nats-io/transport-node";
 import { StorageFullError, type SwitchyardError, UnavailableError } from "../errors/index.ts";
+import { isJsError } from "./js-errors.ts";
 
-/** JetStream error codes that mean "no room": stream limits (discard new) or account limits. */
-const STORAGE_FULL_CODES = new Set([10023, 10026, 10027, 10028, 10047]);
+/** JetStream errors that mean "no room": stream limits (discard new) or account limits. */
+const STORAGE_FULL = [
+  "insufficientResources",
+  "memoryResourcesExceeded",
+  "storageResourcesExceeded",
+  "maximumMessagesExceeded",
+  "streamLimitsExceeded",
+] as const;
 
 /**
  * True when the error, or one it wraps, is a connection-level NATS failure. During a leader
@@ -41,8 +48,10 @@ export function classifyNatsError(err: unknown, retryAfterSec = 2): SwitchyardEr
   if (err instanceof JetStreamApiError) {
     const text = err.message.toLowerCase();
     if (
-      STORAGE_FULL_CODES.has(err.code) ||
-      (err.code === 10077 && /maximum (bytes|messages)|insufficient|no space/.test(text))
+      isJsError(err, ...STORAGE_FULL) ||
+      // 2.9 reports a full stream as a generic store failure (10077) whose text names the limit;
+      // no dedicated code exists there, so the text is the only signal.
+      (isJsError(err, "storeFailed") && /maximum (bytes|messages)|insufficient|no space/.test(text))
     ) {
       return new StorageFullError({
         detail:
@@ -51,7 +60,7 @@ export function classifyNatsError(err: unknown, retryAfterSec = 2): SwitchyardEr
         cause: err,
       });
     }
-    if (err.code === 10008 || err.code === 10077) {
+    if (isJsError(err, "clusterNotAvailable", "storeFailed")) {
       return new UnavailableError({
         detail: "JetStream could not store the event; the run was not accepted.",
         headers,

@@ -2,6 +2,7 @@ export * from "./append.ts";
 export * from "./codec.ts";
 export * from "./consumers.ts";
 export * from "./errors.ts";
+export * from "./js-errors.ts";
 export * from "./read.ts";
 export * from "./stream-reader.ts";
 export * from "./subjects.ts";

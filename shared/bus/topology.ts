@@ -1,6 +1,5 @@
 import {
   DiscardPolicy,
-  JetStreamApiError,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
@@ -8,6 +7,7 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { isJsError } from "./js-errors.ts";
 import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT } from "./subjects.ts";
 
 /** Names of everything the hub creates in JetStream. */
@@ -49,10 +49,6 @@ export function eventsStreamConfig(
   };
 }
 
-function isNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === 10059;
-}
-
 /**
  * Creates or updates the events stream and the KV buckets. Safe to run from every service at
  * start, concurrently: creation races resolve to the same config.
@@ -75,12 +71,12 @@ export async function ensureTopology(
       await jsm.streams.update(TOPOLOGY.eventsStream, { ...c, ...wanted });
     }
   } catch (err) {
-    if (!isNotFound(err)) throw err;
+    if (!isJsError(err, "streamNotFound")) throw err;
     try {
       await jsm.streams.add(wanted);
     } catch (addErr) {
-      // Another service created it between our info and add (10058: stream name in use).
-      if (!(addErr instanceof JetStreamApiError && addErr.code === 10058)) throw addErr;
+      // Another service created it between our info and add.
+      if (!isJsError(addErr, "streamNameInUse")) throw addErr;
     }
   }
   const kvm = new Kvm(nc);

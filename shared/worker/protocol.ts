@@ -3,13 +3,13 @@ import {
   AckPolicy,
   DeliverPolicy,
   DiscardPolicy,
-  JetStreamApiError,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
 } from "@nats-io/jetstream";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { isJsError } from "../bus/js-errors.ts";
 
 /** Work-queue stream of tasks, one subject per route: sy.task.<route>. */
 export const TASK_STREAM = "SWITCHYARD_TASKS";
@@ -115,11 +115,11 @@ export async function ensureTaskStream(
       await jsm.streams.update(TASK_STREAM, { ...info.config, ...config });
     }
   } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === 10059)) throw err;
+    if (!isJsError(err, "streamNotFound")) throw err;
     try {
       await jsm.streams.add(config);
     } catch (addErr) {
-      if (!(addErr instanceof JetStreamApiError && addErr.code === 10058)) throw addErr;
+      if (!isJsError(addErr, "streamNameInUse")) throw addErr;
     }
   }
 }
@@ -148,7 +148,7 @@ export async function ensureRouteConsumer(
     await jsm.consumers.info(TASK_STREAM, name);
     await jsm.consumers.update(TASK_STREAM, name, mutable);
   } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === 10014)) throw err;
+    if (!isJsError(err, "consumerNotFound")) throw err;
     try {
       await jsm.consumers.add(TASK_STREAM, {
         durable_name: name,
@@ -158,11 +158,7 @@ export async function ensureRouteConsumer(
         ...mutable,
       });
     } catch (addErr) {
-      if (
-        !(addErr instanceof JetStreamApiError && (addErr.code === 10148 || addErr.code === 10013))
-      ) {
-        throw addErr;
-      }
+      if (!isJsError(addErr, "consumerExists", "consumerNameInUse")) throw addErr;
     }
   }
   return name;

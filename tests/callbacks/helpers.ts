@@ -3,8 +3,8 @@ import {
   callbackSettings,
   createCallbackService,
 } from "../../services/callback/index.ts";
-import { hashToken } from "../../services/ingress/index.ts";
 import { type RunningHub, startServices } from "../../services/runtime/run.ts";
+import { hashToken } from "../../shared/auth/index.ts";
 import { appendEvent, decodeEvent, jobSubject, TOPOLOGY } from "../../shared/bus/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseConfig } from "../../shared/config/index.ts";

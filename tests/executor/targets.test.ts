@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
-import { hashToken } from "../../services/ingress/index.ts";
+import { hashToken } from "../../shared/auth/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { createWorker, TaskFailedError, type Worker } from "../../shared/worker/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";

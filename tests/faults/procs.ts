@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { Subprocess } from "bun";
-import { hashToken } from "../../services/ingress/auth.ts";
 import { SERVICE_NAMES, type ServiceName } from "../../services/runtime/run.ts";
+import { hashToken } from "../../shared/auth/index.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 
 // Real processes for the fault tests and the soak script: `bun services/cli/main.ts serve <svc>`

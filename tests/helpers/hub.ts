@@ -1,10 +1,10 @@
-import { hashToken } from "../../services/ingress/index.ts";
 import {
   type RunningHub,
   SERVICE_NAMES,
   type ServiceName,
   startServices,
 } from "../../services/runtime/run.ts";
+import { hashToken } from "../../shared/auth/index.ts";
 import { type Clock, manualClock, systemClock } from "../../shared/clock/index.ts";
 import { type Config, parseConfig } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";

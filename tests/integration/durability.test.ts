@@ -106,7 +106,7 @@ describe("projector", () => {
       ids.map(async (id) => (await hub.running.hub.jobs.get(jobViewKey("acme", id)))?.json()),
     );
     await hub.stop();
-    const { connectHub } = await import("../../services/runtime/hub.ts");
+    const { connectHub } = await import("../../shared/hub/index.ts");
     const conn = await connectHub(hub.config, silent, "rebuild-test");
     try {
       // Corrupt one view first: the rebuild must restore it.

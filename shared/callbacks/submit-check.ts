@@ -1,6 +1,6 @@
-import type { ClientConfig } from "../../shared/config/index.ts";
-import { CallbackUrlRefusedError } from "../../shared/errors/index.ts";
-import { checkCallbackUrl, type EgressPolicy } from "../../shared/net/index.ts";
+import type { ClientConfig } from "../config/index.ts";
+import { CallbackUrlRefusedError } from "../errors/index.ts";
+import { checkCallbackUrl, type EgressPolicy } from "../net/index.ts";
 
 /**
  * Submit-time check of a run's callback_url (POST /run): the client must have a signing secret

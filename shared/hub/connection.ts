@@ -6,10 +6,10 @@ import {
 } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { ensureTopology, TOPOLOGY } from "../../shared/bus/index.ts";
-import { type Config, parseDuration } from "../../shared/config/index.ts";
-import type { Logger } from "../../shared/log/index.ts";
-import { coalesceWrites } from "../../shared/nats/index.ts";
+import { ensureTopology, TOPOLOGY } from "../bus/index.ts";
+import { type Config, parseDuration } from "../config/index.ts";
+import type { Logger } from "../log/index.ts";
+import { coalesceWrites } from "../nats/index.ts";
 
 /** Everything a service needs from NATS, connected and with the topology in place. */
 export interface HubConnection {

@@ -1,0 +1,2 @@
+export { callbackEgressPolicy } from "./policy.ts";
+export { checkCallbackAtSubmit } from "./submit-check.ts";

@@ -1,0 +1,1 @@
+export { connectHub, type HubConnection } from "./connection.ts";
