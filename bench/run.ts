@@ -22,7 +22,6 @@ import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Queue } from "bullmq";
 import { RedisClient } from "bun";
-import { WATCHDOG_CONSUMER } from "../services/executor/watchdog.ts";
 import { hashToken } from "../shared/auth/index.ts";
 import { TOPOLOGY } from "../shared/bus/topology.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
@@ -223,20 +222,15 @@ async function drainHub(jsm: JetStreamManager, label: string, timeoutSec = 600):
   const deadline = start + timeoutSec * 1000;
   let lastLagLog = start;
   while (Date.now() < deadline) {
-    // The watchdog too: it looks at every run again up to 30 s after its first look, and that
-    // second look must not run (and take CPU) during the next scenario, above all the peer's.
     const lags = await Promise.all(
-      [
-        TOPOLOGY.consumers.executor,
-        TOPOLOGY.consumers.projector,
-        TOPOLOGY.consumers.callback,
-        WATCHDOG_CONSUMER,
-      ].map((c) => consumerLag(jsm, c)),
+      [TOPOLOGY.consumers.executor, TOPOLOGY.consumers.projector, TOPOLOGY.consumers.callback].map(
+        (c) => consumerLag(jsm, c),
+      ),
     );
     if (Date.now() - lastLagLog > 5_000) {
       lastLagLog = Date.now();
       log(
-        `draining after ${label}: executor ${lags[0]}, projector ${lags[1]}, callback ${lags[2]}, watchdog ${lags[3]}`,
+        `draining after ${label}: executor ${lags[0]}, projector ${lags[1]}, callback ${lags[2]}`,
       );
     }
     if (lags.every((l) => l === 0)) {

@@ -104,6 +104,7 @@ export async function startServices(
       js: hub.js,
       jsm: hub.jsm,
       settings: callbackSettings(config),
+      replicas: config.nats.replicas,
       client: routes.client,
       logger: logger.child({ component: "callback" }),
       clock: deps.clock,

@@ -5,5 +5,7 @@ export * from "./errors.ts";
 export * from "./js-errors.ts";
 export * from "./read.ts";
 export * from "./stream-reader.ts";
+export * from "./streams.ts";
 export * from "./subjects.ts";
+export * from "./timers.ts";
 export * from "./topology.ts";

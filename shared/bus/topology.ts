@@ -7,7 +7,7 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { isJsError } from "./js-errors.ts";
+import { ensureStream } from "./streams.ts";
 import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT } from "./subjects.ts";
 
 /** Names of everything the hub creates in JetStream. */
@@ -58,27 +58,7 @@ export async function ensureTopology(
   jsm: JetStreamManager,
   options: TopologyOptions,
 ): Promise<{ jobs: KV; meta: KV }> {
-  const wanted = eventsStreamConfig(options);
-  try {
-    const info = await jsm.streams.info(TOPOLOGY.eventsStream);
-    const c = info.config;
-    if (
-      c.max_age !== wanted.max_age ||
-      c.max_bytes !== wanted.max_bytes ||
-      c.duplicate_window !== wanted.duplicate_window ||
-      c.num_replicas !== wanted.num_replicas
-    ) {
-      await jsm.streams.update(TOPOLOGY.eventsStream, { ...c, ...wanted });
-    }
-  } catch (err) {
-    if (!isJsError(err, "streamNotFound")) throw err;
-    try {
-      await jsm.streams.add(wanted);
-    } catch (addErr) {
-      // Another service created it between our info and add.
-      if (!isJsError(addErr, "streamNameInUse")) throw addErr;
-    }
-  }
+  await ensureStream(jsm, eventsStreamConfig(options));
   const kvm = new Kvm(nc);
   const jobs = await kvm.create(TOPOLOGY.jobsBucket, {
     history: 1,

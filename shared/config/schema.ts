@@ -77,7 +77,26 @@ const CallbacksConfig = Type.Object(
     }),
     jitter: Type.Number({ minimum: 0, maximum: 0.5, default: 0.2 }),
     max_retry_after: Duration("1h", "Longest Retry-After a receiver can ask for."),
-    concurrency: Type.Integer({ minimum: 1, maximum: 1024, default: 32 }),
+    concurrency: Type.Integer({
+      minimum: 1,
+      maximum: 1024,
+      default: 64,
+      description: "Callback attempts in flight at once per callback process.",
+    }),
+    per_destination_concurrency: Type.Integer({
+      minimum: 1,
+      maximum: 1024,
+      default: 16,
+      description:
+        "Attempts in flight at once to one destination (scheme, host and port); a slow receiver holds at most these.",
+    }),
+    max_waiting_per_destination: Type.Integer({
+      minimum: 1,
+      maximum: 100_000,
+      default: 1_000,
+      description:
+        "Callbacks one destination may hold waiting in memory; beyond it they wait in the SWITCHYARD_CALLBACKS queue.",
+    }),
   },
   { additionalProperties: false, default: {} },
 );
