@@ -4,7 +4,7 @@ import type { Clock } from "../../shared/clock/index.ts";
 import { evolve, isFinal, type JobEvent } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
-import { enqueueDelivery } from "./queue.ts";
+import { publishCallbackWakeup } from "../../shared/schedule/index.ts";
 
 export interface RedeliveryDeps {
   readonly js: JetStreamClient;
@@ -74,7 +74,7 @@ export async function requestRedelivery(
     return refused("not_final", `job ${jobId} is ${state?.status ?? "unknown"}; no callback yet`);
   }
   const queue = (seq: number, baseAttempts: number) =>
-    enqueueDelivery(deps.js, {
+    publishCallbackWakeup(deps.js, {
       client_id: clientId,
       job_id: jobId,
       final_seq: job.seq,

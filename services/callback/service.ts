@@ -6,13 +6,9 @@ import type {
 } from "@nats-io/jetstream";
 import {
   appendEvent,
-  CALLBACK_QUEUE_CONSUMER,
-  CALLBACK_QUEUE_STREAM,
-  CALLBACK_QUEUE_SUBJECT_ROOT,
   decodeEvent,
   EVENT_TYPE_HEADER,
   ensureDurable,
-  ensureScheduleStreams,
   PoisonMessageError,
   readLastEvent,
   subjectFilters,
@@ -39,10 +35,19 @@ import {
   createConnectionPool,
   type Resolver,
 } from "../../shared/net/index.ts";
+import {
+  CALLBACK_QUEUE_CONSUMER,
+  CALLBACK_QUEUE_STREAM,
+  CALLBACK_QUEUE_SUBJECT_ROOT,
+  type CallbackWakeup,
+  decodeCallbackWakeup,
+  ensureScheduleStreams,
+  publishCallbackWakeup,
+} from "../../shared/schedule/index.ts";
 import { createAttemptRunner, type Delivery, type DeliveryEnd } from "./delivery.ts";
 import { createLanes, destinationOf } from "./lanes.ts";
 import { completedJobOf } from "./payload.ts";
-import { decodeQueueEntry, enqueueDelivery, type QueueEntry } from "./queue.ts";
+
 import { ackWaitMs, type CallbackSettings } from "./settings.ts";
 
 /** A queue entry woken this close to its due time is taken rather than parked again. */
@@ -99,7 +104,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   let keepAlive: ReturnType<typeof setInterval> | undefined;
 
   const enqueue = async (d: Delivery, dueAt: number, deferrals: number) => {
-    const entry: QueueEntry = {
+    const entry: CallbackWakeup = {
       client_id: d.job.client_id,
       job_id: d.job.job_id,
       final_seq: d.finalSeq,
@@ -107,7 +112,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       trigger: d.trigger,
       deferrals,
     };
-    await enqueueDelivery(deps.js, entry);
+    await publishCallbackWakeup(deps.js, entry);
   };
 
   const settle = async (d: Delivery, end: DeliveryEnd) => {
@@ -248,7 +253,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   };
 
   const onQueueEntry = async (msg: JsMsg): Promise<void> => {
-    const entry = decodeQueueEntry(msg.data);
+    const entry = decodeCallbackWakeup(msg.data);
     if (entry === undefined) {
       logger.error({ seq: msg.seq }, "invalid callback queue entry terminated");
       return msg.term("invalid callback queue entry");
@@ -272,6 +277,19 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       fromLog: true,
     });
     if (delivery) lanes.submit(delivery);
+  };
+
+  /** Messages 0.1 parked in the callback consumer (retries waiting for their time). */
+  const parkedHere = async () => {
+    try {
+      const info = await deps.jsm.consumers.info(
+        TOPOLOGY.eventsStream,
+        TOPOLOGY.consumers.callback,
+      );
+      return info.num_ack_pending;
+    } catch {
+      return 0;
+    }
   };
 
   const pump = (messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<void>) =>
@@ -308,7 +326,8 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         filterSubject: subjectFilters.kind("job"),
         ackWaitMs: ackWaitMs(settings),
         // Only first deliveries in lanes are held here; everything that waits longer is queued.
-        maxAckPending: waitingBound + settings.concurrency + 1_024,
+        // A store migrated from 0.1 may still hold retries parked here: room for those on top.
+        maxAckPending: waitingBound + settings.concurrency + 1_024 + (await parkedHere()),
       });
       await ensureDurable(deps.jsm, {
         stream: CALLBACK_QUEUE_STREAM,

@@ -4,37 +4,21 @@ import type {
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
-import { type Static, Type } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { ensureDurable } from "../../shared/bus/index.ts";
+import type { Clock } from "../../shared/clock/index.ts";
+import { deadlineExceeded } from "../../shared/domain/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
 import {
   DEADLINE_STREAM,
+  type DeadlineTimer,
   deadlineConsumerName,
   deadlineOfConsumer,
   deadlineSubject,
-  ensureDurable,
-} from "../../shared/bus/index.ts";
-import type { Clock } from "../../shared/clock/index.ts";
-import { deadlineExceeded, RunSummary } from "../../shared/domain/index.ts";
-import type { Logger } from "../../shared/log/index.ts";
+  decodeDeadlineTimer,
+  publishDeadlineTimer,
+} from "../../shared/schedule/index.ts";
 import { TaskSet } from "../../shared/worker/index.ts";
 import type { JobContext, JobWriter } from "./job-writer.ts";
-
-/** A deadline timer: one job handed to an executor that finishes it later. */
-const DeadlineTimerSchema = Type.Object(
-  {
-    client_id: Type.String(),
-    job_id: Type.String(),
-    route: Type.String(),
-    created_at: Type.String(),
-    due_at: Type.String(),
-    /** The job subject's sequence when the timer was set; the expiry append expects it. */
-    expected_seq: Type.Integer({ minimum: 0 }),
-    run: Type.Optional(RunSummary),
-  },
-  { additionalProperties: false },
-);
-type DeadlineTimer = Static<typeof DeadlineTimerSchema>;
-const timerChecker = TypeCompiler.Compile(DeadlineTimerSchema);
 
 /** Timers looked at (or parked) at once per deadline length: the in-order window. */
 const WINDOW = 512;
@@ -64,18 +48,6 @@ export interface DeadlineTimersDeps {
   readonly clock: Clock;
   /** The deadline lengths of the configured routes; consumers of older lengths keep running. */
   readonly deadlinesMs: readonly number[];
-}
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-function decodeTimer(bytes: Uint8Array): DeadlineTimer | undefined {
-  try {
-    const value: unknown = JSON.parse(decoder.decode(bytes));
-    return timerChecker.Check(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -115,7 +87,7 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
   };
 
   const handle = (msg: JsMsg) => {
-    const timer = decodeTimer(msg.data);
+    const timer = decodeDeadlineTimer(msg.data);
     if (timer === undefined) {
       deps.logger.error({ seq: msg.seq }, "invalid deadline timer terminated");
       msg.term("invalid deadline timer");
@@ -175,10 +147,7 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
         expected_seq: expectedSeq,
         ...(job.summary ? { run: job.summary } : {}),
       };
-      // One timer per hand-over: a republish after a crash is dropped by the duplicate window.
-      await deps.js.publish(deadlineSubject(deadlineMs), encoder.encode(JSON.stringify(timer)), {
-        msgID: `deadline:${job.ref.job_id}:${expectedSeq}`,
-      });
+      await publishDeadlineTimer(deps.js, timer, deadlineMs);
     },
     async start() {
       const lengths = new Set([...deps.deadlinesMs, ...(await existingLengths())]);

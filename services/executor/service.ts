@@ -1,6 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureScheduleStreams } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import {
   type Config,
@@ -11,6 +10,7 @@ import {
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { ensureScheduleStreams } from "../../shared/schedule/index.ts";
 import { openToolSetStore } from "../../shared/tools/index.ts";
 import { ensureTaskStream } from "../../shared/worker/index.ts";
 import { createAdmission } from "./admission.ts";

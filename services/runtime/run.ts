@@ -1,3 +1,4 @@
+import { STORE_VERSION, StoreOutdatedError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable } from "../../shared/config/index.ts";
 import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
@@ -47,6 +48,10 @@ export async function startServices(
 ): Promise<RunningHub> {
   const { config, logger } = deps;
   const hub = await connectHub(config, logger, services.join("+"));
+  if (hub.storeVersion < STORE_VERSION) {
+    await hub.drain();
+    throw new StoreOutdatedError(hub.storeVersion);
+  }
   const metrics = deps.metrics ?? createMetrics();
   const stoppables: Stoppable[] = [];
   let ingress: RunningIngress | undefined;

@@ -1,8 +1,8 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { callbackQueueSubject } from "../../shared/bus/index.ts";
-import type { DeliveryTrigger } from "../../shared/domain/index.ts";
+import type { DeliveryTrigger } from "../domain/index.ts";
+import { callbackQueueSubject } from "./streams.ts";
 
 /**
  * A callback delivery waiting in SWITCHYARD_CALLBACKS: a retry at its scheduled time, a delivery
@@ -10,7 +10,7 @@ import type { DeliveryTrigger } from "../../shared/domain/index.ts";
  * wake-up: when it is due, the service reads the job's `.cb` log and the domain decides the step,
  * so a stale or repeated entry cannot send an attempt twice or skip one.
  */
-const QueueEntrySchema = Type.Object(
+const CallbackWakeupSchema = Type.Object(
   {
     client_id: Type.String(),
     job_id: Type.String(),
@@ -33,24 +33,29 @@ const QueueEntrySchema = Type.Object(
   },
   { additionalProperties: false },
 );
-export type QueueEntry = Static<typeof QueueEntrySchema> & { readonly trigger: DeliveryTrigger };
+export type CallbackWakeup = Static<typeof CallbackWakeupSchema> & {
+  readonly trigger: DeliveryTrigger;
+};
 
-const checker = TypeCompiler.Compile(QueueEntrySchema);
+const checker = TypeCompiler.Compile(CallbackWakeupSchema);
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** Parses an entry; undefined when the bytes are not one (the message is terminated). */
-export function decodeQueueEntry(bytes: Uint8Array): QueueEntry | undefined {
+export function decodeCallbackWakeup(bytes: Uint8Array): CallbackWakeup | undefined {
   try {
     const value: unknown = JSON.parse(decoder.decode(bytes));
-    return checker.Check(value) ? (value as QueueEntry) : undefined;
+    return checker.Check(value) ? (value as CallbackWakeup) : undefined;
   } catch {
     return undefined;
   }
 }
 
 /** Stores an entry; it replaces any older entry of the same job. Resolves once stored. */
-export async function enqueueDelivery(js: JetStreamClient, entry: QueueEntry): Promise<void> {
+export async function publishCallbackWakeup(
+  js: JetStreamClient,
+  entry: CallbackWakeup,
+): Promise<void> {
   await js.publish(
     callbackQueueSubject(entry.client_id, entry.job_id),
     encoder.encode(JSON.stringify(entry)),
