@@ -3,25 +3,10 @@ import { describe, expect, test } from "bun:test";
 import type { Static } from "@sinclair/typebox";
 import { type Job, PROBLEM_CODES } from "../../sdk/src/index.ts";
 import { JobResourceSchema } from "../../services/ingress/openapi.ts";
-import * as hubErrors from "../../shared/errors/index.ts";
+import { hubProblemCodes as hubCodes } from "./hub.ts";
 
 /** Codes the SDK knows ahead of the hub: the cancel endpoint of issue 16. */
 const AHEAD_OF_THE_HUB = new Set(["job_final"]);
-
-function hubCodes(): Map<string, number> {
-  const codes = new Map<string, number>();
-  for (const value of Object.values(hubErrors)) {
-    if (typeof value !== "function" || !(value.prototype instanceof hubErrors.SwitchyardError)) {
-      continue;
-    }
-    const Concrete = value as unknown as new (init: {
-      detail: string;
-    }) => hubErrors.SwitchyardError;
-    const error = new Concrete({ detail: "probe" });
-    codes.set(error.code, error.status);
-  }
-  return codes;
-}
 
 describe("problem codes", () => {
   test("every code the hub can send is in the SDK with the same status", () => {

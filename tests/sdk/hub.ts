@@ -1,3 +1,4 @@
+import * as hubErrors from "../../shared/errors/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub, type TestClient, type TestHub } from "../helpers/hub.ts";
 import { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
@@ -92,4 +93,20 @@ export function startReceiver() {
     on: (path: string) => received.filter((r) => r.path === path),
     stop: () => server.stop(true),
   };
+}
+
+/** Every problem code the hub can send, with its status, read off the classes in shared/errors. */
+export function hubProblemCodes(): Map<string, number> {
+  const codes = new Map<string, number>();
+  for (const value of Object.values(hubErrors)) {
+    if (typeof value !== "function" || !(value.prototype instanceof hubErrors.SwitchyardError)) {
+      continue;
+    }
+    const Concrete = value as unknown as new (init: {
+      detail: string;
+    }) => hubErrors.SwitchyardError;
+    const error = new Concrete({ detail: "probe" });
+    codes.set(error.code, error.status);
+  }
+  return codes;
 }
