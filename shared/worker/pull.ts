@@ -24,7 +24,7 @@ export interface PullLoop {
  */
 export function runPullLoop(options: PullLoopOptions): PullLoop {
   let stopped = false;
-  let current: { close(): Promise<void | Error> } | undefined;
+  let current: { close(): Promise<unknown> } | undefined;
   let wakeSlot: (() => void) | undefined;
   const loop = (async () => {
     while (!stopped) {
