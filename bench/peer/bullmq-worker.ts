@@ -1,58 +1,33 @@
 /**
- * The peer's worker: a BullMQ Worker that echoes the input and, when the run had a callback_url,
- * POSTs a Standard Webhooks-signed job.completed callback (the standardwebhooks package, as a Node
- * user would). A failed callback fails the attempt, so BullMQ retries it.
+ * The Redis peer's worker: a BullMQ Worker that echoes the input and, when the run had a
+ * callback_url, sends the signed callback (callback.ts). A failed callback fails the attempt, so
+ * BullMQ retries it.
  *
  * Env: REDIS_URL, PEER_PREFIX, WEBHOOK_SECRET, PEER_CONCURRENCY. Prints "READY".
  */
 import { type Job, Worker } from "bullmq";
-import { Webhook } from "standardwebhooks";
-import { PREFIX, QUEUE, redisConnection } from "./common.ts";
+import type { RunBody } from "./app.ts";
+import { PREFIX, QUEUE, redisConnection } from "./bullmq-common.ts";
+import { createCallbackSender } from "./callback.ts";
 
-interface JobData {
-  client: string;
-  request_id: string;
-  route: string;
-  input: string;
-  callback_url?: string;
-}
+const sendCallback = createCallbackSender(process.env.WEBHOOK_SECRET ?? "");
 
-const webhook = new Webhook(process.env.WEBHOOK_SECRET ?? "");
-
-async function processJob(job: Job<JobData>): Promise<string> {
+async function processJob(job: Job<RunBody & { client: string }>): Promise<string> {
   const output = job.data.input;
   if (job.data.callback_url) {
-    const now = new Date();
-    const body = JSON.stringify({
-      type: "job.completed",
-      timestamp: now.toISOString(),
-      data: {
-        job_id: job.id,
-        request_id: job.data.request_id,
-        route: job.data.route,
-        status: "done",
-        output,
-        created_at: new Date(job.timestamp).toISOString(),
-        completed_at: now.toISOString(),
-      },
+    await sendCallback(job.data.callback_url, {
+      job_id: job.id ?? "",
+      request_id: job.data.request_id,
+      route: job.data.route,
+      output,
+      created_at: new Date(job.timestamp).toISOString(),
+      completed_at: new Date().toISOString(),
     });
-    const id = `msg_${job.id}`;
-    const res = await fetch(job.data.callback_url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "webhook-id": id,
-        "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
-        "webhook-signature": webhook.sign(id, now, body),
-      },
-      body,
-    });
-    if (!res.ok) throw new Error(`callback answered ${res.status}`);
   }
   return output;
 }
 
-const worker = new Worker<JobData, string>(QUEUE, processJob, {
+const worker = new Worker<RunBody & { client: string }, string>(QUEUE, processJob, {
   connection: redisConnection(),
   prefix: PREFIX,
   concurrency: Number(process.env.PEER_CONCURRENCY ?? 64),
