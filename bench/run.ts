@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- <scenario>...]`: Switchyard's benchmarks against the ceiling and two peers
  * measured in the same run (issues 9 and 14). Scenarios: ingress (with ceiling and peers), replay,
- * get, e2e, compiler; memory and idle CPU are measured throughout. Default: all of them.
+ * get, e2e, paths (JetStream cost of the retry paths), compiler; memory and idle CPU are measured throughout. Default: all of them.
  *
  * Starts its own nats-server (random port, temp store, monitoring port for its counters), the hub
  * as separate processes (`bun services/cli/main.ts serve <svc>`, production, log level warn), the
@@ -10,7 +10,7 @@
  * the load generator as its own process. Prints a report and writes bench/results/<timestamp>.json.
  *
  * Env: BENCH_DURATION (s, default 20), BENCH_E2E_JOBS (default 50000), BENCH_RATE (default 500),
- * BENCH_CONNECTIONS (default 64), BENCH_IDLE_SEC (quiet window for idle CPU, default
+ * BENCH_CONNECTIONS (default 64), BENCH_PATH_JOBS (jobs per path in `paths`, default 1000), BENCH_IDLE_SEC (quiet window for idle CPU, default
  * BENCH_DURATION), BENCH_DRAIN_TIMEOUT (s, default 600), BENCH_PEER (all, none or 0, bullmq, pg,
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
@@ -47,10 +47,11 @@ import {
   getScenario,
   ingressScenario,
   measureIdle,
+  pathsScenario,
   replayScenario,
 } from "./lib/scenarios.ts";
 
-const SCENARIOS = ["ingress", "replay", "get", "e2e", "compiler"] as const;
+const SCENARIOS = ["ingress", "replay", "get", "e2e", "paths", "compiler"] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith("-"));
@@ -75,6 +76,7 @@ try {
 const settings = {
   durationSec: DURATION,
   e2eJobs: Number(env.BENCH_E2E_JOBS ?? 50_000),
+  pathJobs: Number(env.BENCH_PATH_JOBS ?? 1000),
   rate: Number(env.BENCH_RATE ?? 500),
   connections: Number(env.BENCH_CONNECTIONS ?? 64),
   drainTimeoutSec: Number(env.BENCH_DRAIN_TIMEOUT ?? 600),
@@ -116,7 +118,10 @@ const tokenHub = `sy_bench_${randomBytes(24).toString("base64url")}`;
 const tokenPeer = `peer_${randomBytes(24).toString("base64url")}`;
 const webhookSecret = `whsec_${randomBytes(24).toString("base64")}`;
 
-function hubConfig(natsUrl: string, port: number): string {
+/** Secret of the HTTP executor routes' task POSTs (the receiver does not check it). */
+const executorSecret = `whsec_${randomBytes(24).toString("base64")}`;
+
+function hubConfig(natsUrl: string, port: number, receiverBase: string): string {
   return `
 server: { host: ${LOOPBACK}, port: ${port} }
 admin: { host: ${LOOPBACK}, port: 0 }
@@ -129,6 +134,7 @@ clients:
     routes: ["bench.*"]
     runs_per_minute: 1000000000
     callback_secrets: ["${webhookSecret}"]
+    callback_retry_schedule: [100ms]
 routes:
   - key: bench.sleep0
     concurrency: 10000
@@ -136,6 +142,12 @@ routes:
   - key: bench.echo
     concurrency: 10000
     executor: { kind: builtin, name: echo }
+  - key: bench.http
+    concurrency: 10000
+    executor: { kind: http, url: "${receiverBase}/exec", secret: "${executorSecret}", retry_backoff: [100ms] }
+  - key: bench.http-retry
+    concurrency: 10000
+    executor: { kind: http, url: "${receiverBase}/exec-flaky", secret: "${executorSecret}", retry_backoff: [100ms] }
 `;
 }
 
@@ -192,7 +204,7 @@ async function waitConsumers(monitor: JetStreamMonitor): Promise<void> {
   throw new Error(`consumers ${missing.join(", ")} did not appear`);
 }
 
-async function startHub() {
+async function startHub(receiverBase: string) {
   // nats-server on a random port with a temp store and the monitoring port (-m -1: random).
   const storeDir = mkdtempSync(join(tmpdir(), "switchyard-bench-nats-"));
   registerTempDir(storeDir);
@@ -209,7 +221,7 @@ async function startHub() {
   registerTempDir(configDir);
   const hubPort = freePort();
   const configPath = join(configDir, "switchyard.yaml");
-  writeFileSync(configPath, hubConfig(nats.url, hubPort));
+  writeFileSync(configPath, hubConfig(nats.url, hubPort, receiverBase));
   const base = `http://${LOOPBACK}:${hubPort}`;
   const pids: [string, number][] = [["nats-server", nats.pid]];
   pids.push(["ingress", startService("ingress", configPath).pid]);
@@ -255,18 +267,18 @@ async function main() {
     loadAverageAtStart: loadavg().map((l) => round(l, 2)),
   };
   const procs = createProcessTable();
-  const hub = await startHub();
+  const receiver = await startHelper("receiver", "bench/receiver.ts", {
+    WEBHOOK_SECRET: webhookSecret,
+  });
+  const hub = await startHub(receiver.base);
   for (const [name, pid] of hub.pids) procs.trackPid(name, pid);
+  procs.trackPid("receiver", receiver.pid);
   results.versions = {
     bun: Bun.version,
     nats: hub.natsVersion,
     hub: `${pkg.version} (${gitDescribe()})`,
   };
 
-  const receiver = await startHelper("receiver", "bench/receiver.ts", {
-    WEBHOOK_SECRET: webhookSecret,
-  });
-  procs.trackPid("receiver", receiver.pid);
   const ceiling = await startHelper("ceiling", "bench/ceiling.ts", {
     NATS_URL: hub.natsUrl,
     NODE_ENV: "production",
@@ -307,6 +319,7 @@ async function main() {
   if (wanted.has("replay")) s.replay = await replayScenario(ctx);
   if (wanted.has("get")) s.get = await getScenario(ctx);
   if (wanted.has("e2e")) s.e2e = await e2eScenario(ctx);
+  if (wanted.has("paths")) s.paths = await pathsScenario(ctx);
 
   // After the load: idle CPU over a quiet window, then RSS again.
   clearInterval(sampler);

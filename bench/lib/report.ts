@@ -5,7 +5,14 @@
 import { evaluateGoals, fmtNum as fmt, type GoalInputs, type GoalRow, status } from "./goals.ts";
 import type { CostTotals } from "./jetstream.ts";
 import { PEER_LABELS, type PeerName } from "./peers.ts";
-import { cpuUsPerUnit, HUB_PROCS, HUB_SERVICES, type PhaseFigures, perCpuSec } from "./phase.ts";
+import {
+  cpuUsPerUnit,
+  HUB_PROCS,
+  HUB_SERVICES,
+  type PhaseFigures,
+  perCpuSec,
+  systemCpuSec,
+} from "./phase.ts";
 import type { MemoryFigures } from "./procs.ts";
 import type {
   E2eFigures,
@@ -14,6 +21,7 @@ import type {
   IdleFigures,
   IngressFigures,
   LoadFigures,
+  PathFigures,
   ReplayFigures,
 } from "./scenarios.ts";
 
@@ -30,6 +38,7 @@ export interface BenchResults {
     replay?: ReplayFigures;
     get?: GetFigures;
     e2e?: E2eScenarioFigures;
+    paths?: PathFigures;
     compiler?: { firstMs: number; medianMs: number; peakRssMb: number };
   };
   idle: { fresh?: IdleFigures; afterLoad?: IdleFigures };
@@ -128,6 +137,15 @@ function scenarioRows(r: BenchResults): string[][] {
       add(`  e2e ÷ ${name}`, fmt(e.ratioToPeer[name], 2), "", "");
     }
   }
+  for (const p of s.paths ?? []) {
+    const x = p.figures;
+    add(
+      `9 path: ${p.path}`,
+      `${fmt(x.completedPerSec)} done/s`,
+      `cb ${fmt(x.toCallbackMs?.p50, 1)} / ${fmt(x.toCallbackMs?.p99, 1)}; ${fmt(x.completed)} of ${fmt(x.submitted)} jobs`,
+      fmt(x.submitErrors + (x.accepted - x.completed)),
+    );
+  }
   if (s.compiler) {
     const c = s.compiler;
     add(
@@ -160,7 +178,16 @@ function hubPhases(r: BenchResults): [string, PhaseFigures][] {
     ["e2e closed loop, echo + callback (per job)", s.e2e?.hub.closed.phase],
     [`e2e @${r.settings.rate}/s (per job)`, s.e2e?.hub.rate.phase],
   ];
+  for (const p of s.paths ?? []) out.push([`path: ${p.path} (per job)`, p.figures.phase]);
   return out.filter((e): e is [string, PhaseFigures] => e[1]?.jetstream !== undefined);
+}
+
+/** Hub CPU µs per unit minus what the hub burns idle (fresh idle cores × the phase's wall time). */
+function aboveIdle(r: BenchResults, p: PhaseFigures): number {
+  const idle = r.idle.fresh;
+  if (!idle || p.units === 0) return Number.NaN;
+  const idleCores = HUB_PROCS.reduce((a, name) => a + (idle.cores[name] ?? 0), 0);
+  return ((systemCpuSec(p, HUB_PROCS) - idleCores * p.wallSec) * 1e6) / p.units;
 }
 
 function costRows(r: BenchResults): string[] {
@@ -180,6 +207,7 @@ function costRows(r: BenchResults): string[] {
     cell(p, "directGets"),
     cell(p, "apiCalls"),
     fmt(cpuUsPerUnit(p, HUB_PROCS)),
+    fmt(aboveIdle(r, p)),
   ]);
   const out = [
     "",
@@ -197,6 +225,7 @@ function costRows(r: BenchResults): string[] {
         "direct gets",
         "API calls",
         "hub CPU µs",
+        "above idle",
       ],
       rows,
     ),

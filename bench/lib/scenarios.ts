@@ -15,6 +15,7 @@ export interface BenchContext extends PhaseDeps {
   readonly settings: {
     readonly durationSec: number;
     readonly e2eJobs: number;
+    readonly pathJobs: number;
     readonly rate: number;
     readonly connections: number;
     readonly drainTimeoutSec: number;
@@ -287,6 +288,53 @@ export async function e2eScenario(ctx: BenchContext) {
   };
 }
 
+/** The paths a job can take, each measured alone for what it costs nats-server per job. */
+export const JOB_PATHS = [
+  { path: "builtin echo, callback on the first try", route: "bench.echo", callback: "/cb" },
+  { path: "HTTP executor 2xx, callback on the first try", route: "bench.http", callback: "/cb" },
+  {
+    path: "HTTP executor retried once (503, then 2xx)",
+    route: "bench.http-retry",
+    callback: "/cb",
+  },
+  { path: "callback retried once (503, then 204)", route: "bench.echo", callback: "/cb-flaky" },
+] as const;
+
+/**
+ * `pathJobs` jobs per path, closed loop, counters read around each (drain included). Retries wait
+ * 100 ms (the bench config's retry_backoff and callback_retry_schedule).
+ */
+export async function pathsScenario(ctx: BenchContext) {
+  const out: { path: string; route: string; figures: E2eFigures }[] = [];
+  for (const p of JOB_PATHS) {
+    await fetch(`${ctx.receiverUrl}/reset`, { method: "POST" });
+    const spec: E2eSpec = {
+      base: ctx.hub.base,
+      token: ctx.hub.token,
+      route: p.route,
+      prefix: `path-${randomBytes(4).toString("hex")}`,
+      callbackUrl: `${ctx.receiverUrl}${p.callback}`,
+      receiverUrl: ctx.receiverUrl,
+      jobs: ctx.settings.pathJobs,
+      concurrency: ctx.settings.connections,
+      sampleEvery: 1_000_000,
+      pollMs: 10,
+      timeoutSec: 300,
+    };
+    const label = `path: ${p.path}, ${spec.jobs} jobs`;
+    ctx.log(label);
+    const figures = await measurePhase<E2eResult>(ctx, {
+      run: () => e2e(ctx, spec),
+      drain: drainOf(ctx, label),
+      units: (r) => r.completed,
+      unit: "job",
+      countJetStream: true,
+    });
+    out.push({ path: p.path, route: p.route, figures: { ...figures, backlogPeaks: null } });
+  }
+  return out;
+}
+
 /** Busy cores of every tracked process over a quiet window (nothing submitted). */
 export async function measureIdle(ctx: BenchContext, windowSec: number) {
   const before = ctx.procs.cpu();
@@ -302,4 +350,5 @@ export type IngressFigures = Awaited<ReturnType<typeof ingressScenario>>;
 export type ReplayFigures = Awaited<ReturnType<typeof replayScenario>>;
 export type GetFigures = Awaited<ReturnType<typeof getScenario>>;
 export type E2eScenarioFigures = Awaited<ReturnType<typeof e2eScenario>>;
+export type PathFigures = Awaited<ReturnType<typeof pathsScenario>>;
 export type IdleFigures = Awaited<ReturnType<typeof measureIdle>>;
