@@ -234,15 +234,17 @@ function costRows(r: BenchResults): string[] {
   const js = closed?.jetstream;
   if (closed && js) {
     const per = (n: number) => fmt(n / closed.units, 2);
+    // Rows that would print 0.00 everywhere (e.g. an idle work queue's heartbeat pulls) are left out.
+    const visible = (n: number) => n / closed.units >= 0.005;
     const detail = [
       ...Object.entries(js.cost.streams)
-        .filter(([, c]) => c.stored + c.publishes + c.directGets > 0)
+        .filter(([, c]) => visible(c.stored + c.publishes + c.directGets))
         .map(([name, c]) => [
           `stream ${name}`,
           `stored ${per(c.stored)}, ${fmt(c.bytes / closed.units)} B, publishes ${per(c.publishes)}, direct gets ${per(c.directGets)}`,
         ]),
       ...Object.entries(js.cost.consumers)
-        .filter(([, c]) => c.deliveries + c.acks + c.pulls > 0)
+        .filter(([, c]) => visible(c.deliveries + c.acks + c.pulls))
         .map(([name, c]) => [
           `consumer ${name}`,
           `deliveries ${per(c.deliveries)}, acks ${per(c.acks)}, pulls ${per(c.pulls)}`,
