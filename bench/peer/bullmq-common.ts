@@ -1,4 +1,4 @@
-/** Settings shared by the peer's HTTP server and worker (env: REDIS_URL, PEER_PREFIX). */
+/** Settings shared by the Redis peer's HTTP server and worker (env: REDIS_URL, PEER_PREFIX). */
 import { type ConnectionOptions, createBunRedisClient, RedisConnection } from "bullmq";
 import { RedisClient } from "bun";
 
