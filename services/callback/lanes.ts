@@ -23,6 +23,8 @@ export interface Lanes<T extends LaneItem> {
   /** Items waiting in memory (their messages need keep-alives). */
   waiting(): Iterable<T>;
   readonly active: number;
+  /** About how long an item added to this destination's lane now would wait (ms). */
+  estimatedWaitMs(destination: string): number;
   /** Removes and returns every waiting item (on stop). */
   drain(): T[];
   /** Resolves when nothing runs and nothing waits. */
@@ -34,6 +36,8 @@ interface Lane<T> {
   running: number;
   queue: T[];
   head: number;
+  /** Moving average of how long one item took in this lane (ms). */
+  averageMs: number;
 }
 
 /**
@@ -53,7 +57,7 @@ export function createLanes<T extends LaneItem>(options: LanesOptions<T>): Lanes
   const laneOf = (key: string): Lane<T> => {
     let lane = lanes.get(key);
     if (lane === undefined) {
-      lane = { key, running: 0, queue: [], head: 0 };
+      lane = { key, running: 0, queue: [], head: 0, averageMs: 0 };
       lanes.set(key, lane);
     }
     return lane;
@@ -64,10 +68,13 @@ export function createLanes<T extends LaneItem>(options: LanesOptions<T>): Lanes
   const start = (lane: Lane<T>, item: T) => {
     lane.running++;
     active++;
+    const started = performance.now();
     void options
       .run(item)
       .catch(() => undefined)
       .finally(() => {
+        const took = performance.now() - started;
+        lane.averageMs = lane.averageMs === 0 ? took : lane.averageMs * 0.9 + took * 0.1;
         lane.running--;
         active--;
         refill(lane);
@@ -130,6 +137,11 @@ export function createLanes<T extends LaneItem>(options: LanesOptions<T>): Lanes
     },
     get active() {
       return active;
+    },
+    estimatedWaitMs(destination) {
+      const lane = lanes.get(destination);
+      if (lane === undefined) return 0;
+      return ((waitingIn(lane) + 1) * lane.averageMs) / options.perDestination;
     },
     drain() {
       const drained: T[] = [];

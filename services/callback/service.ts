@@ -120,9 +120,14 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     d.msg.ack();
   };
 
-  /** A delivery its lane cannot hold waits in the queue, longer each time. */
+  /**
+   * A delivery its lane cannot hold waits in the queue: about as long as the lane needs to work
+   * off what it holds, and longer each time, so a dead receiver's backlog is not shuffled back
+   * and forth.
+   */
   const defer = (d: Delivery) => {
-    const waitMs = Math.min(DEFER_BASE_MS * 2 ** d.deferrals, DEFER_MAX_MS);
+    const backoff = DEFER_BASE_MS * 2 ** d.deferrals;
+    const waitMs = Math.min(Math.max(backoff, lanes.estimatedWaitMs(d.destination)), DEFER_MAX_MS);
     enqueue(d, nowMs() + waitMs, d.deferrals + 1).then(
       () => d.msg.ack(),
       (err: unknown) => {
@@ -137,7 +142,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     perDestination: settings.perDestinationConcurrency,
     maxWaitingPerDestination: settings.maxWaitingPerDestination,
     maxWaiting: settings.maxWaitingPerDestination * 8,
-    run: async (d) => {
+    run: async (d: Delivery) => {
       try {
         await settle(d, await attempt(d));
       } catch (err) {

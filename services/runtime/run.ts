@@ -1,6 +1,6 @@
 import { STORE_VERSION, StoreOutdatedError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
-import { type Config, createRouteTable } from "../../shared/config/index.ts";
+import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
 import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -97,6 +97,7 @@ export async function startServices(
       jsm: hub.jsm,
       kv: hub.jobs,
       logger: logger.child({ component: "projector" }),
+      lingerMs: parseDuration(config.projector.linger),
     });
     await projector.start();
     stoppables.push({ name: "projector", stop: projector.stop });

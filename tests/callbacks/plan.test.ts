@@ -243,9 +243,9 @@ ${extra}`;
     expect(settings.jitter).toBe(0.2);
     expect(scheduleFor(settings, "acme")).toEqual([1_000, 2_000]);
     expect(scheduleFor(settings, "other")).toBe(settings.scheduleMs);
-    expect(settings.concurrency).toBe(64);
-    expect(settings.perDestinationConcurrency).toBe(16);
-    expect(settings.maxWaitingPerDestination).toBe(1_000);
+    expect(settings.concurrency).toBe(256);
+    expect(settings.perDestinationConcurrency).toBe(64);
+    expect(settings.maxWaitingPerDestination).toBe(5_000);
   });
 
   test("a bad allowlist entry stops start-up naming the entry", () => {
