@@ -120,7 +120,7 @@ export async function startServices(
     await callback.start();
     stoppables.push({ name: "callback", stop: callback.stop });
   }
-  const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 5_000 });
+  const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 15_000 });
   stoppables.push({ name: "consumer stats", stop: stats.stop });
   return {
     hub,

@@ -8,7 +8,11 @@ export interface PullLoopOptions {
   readonly slotFreed: () => Promise<void>;
   readonly onMessage: (msg: JsMsg) => void;
   readonly onError: (err: unknown) => void;
-  /** How long one pull request waits for messages. */
+  /**
+   * How long one pull request waits for messages (default 30 s). A waiting pull is answered as soon
+   * as messages arrive, so a long one costs no latency; a short one wakes an idle process often
+   * (2 s cost 0.0025 cores per loop, a quarter of the whole hub's idle budget).
+   */
   readonly expiresMs?: number;
 }
 
@@ -40,7 +44,7 @@ export function runPullLoop(options: PullLoopOptions): PullLoop {
       try {
         const batch = await options.consumer.fetch({
           max_messages: options.free(),
-          expires: options.expiresMs ?? 2_000,
+          expires: options.expiresMs ?? 30_000,
         });
         current = batch;
         if (stopped) await batch.close();

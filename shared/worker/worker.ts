@@ -58,7 +58,7 @@ export interface WorkerOptions {
   readonly logger?: WorkerLogger;
   readonly clock?: Clock;
   readonly ids?: IdGenerator;
-  /** How long one pull waits for tasks before asking again. */
+  /** How long one pull waits for tasks before asking again (default 30 s; see runPullLoop). */
   readonly pullExpiresMs?: number;
 }
 
@@ -202,7 +202,7 @@ export function createWorker(options: WorkerOptions): Worker {
       consumer,
       free: () => concurrency - running.size,
       slotFreed: () => running.freed(),
-      expiresMs: options.pullExpiresMs ?? 2_000,
+      expiresMs: options.pullExpiresMs ?? 30_000,
       onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
       onMessage: (msg) =>
         running.add(
