@@ -28,6 +28,8 @@ export function startConsumerStats(deps: {
       deps.logger.debug({ err: (err as Error).message }, "consumer stats unavailable");
     }
   };
+  // Once at start, so the gauges exist before the first interval has passed.
+  void poll();
   const timer = setInterval(() => void poll(), deps.intervalMs);
   return {
     poll,
