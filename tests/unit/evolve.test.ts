@@ -35,6 +35,12 @@ const statusEvents: Record<string, JobEvent> = {
     type: "job.dispatched",
     data: { target: "http", attempt: 1 },
   },
+  "job.attempt_failed": {
+    ...base,
+    id: "e1b",
+    type: "job.attempt_failed",
+    data: { target: "http", attempt: 1, reason: "http_503", status_code: 503 },
+  },
   "job.running": { ...base, id: "e2", type: "job.running", data: {} },
   "job.done": { ...base, id: "e3", type: "job.done", data: { output: { ok: true } } },
   "job.error": { ...base, id: "e4", type: "job.error", data: { code: "boom", message: "failed" } },
@@ -54,6 +60,7 @@ function inStatus(status: JobStatus): JobView {
 /** The whole table: from-status × event → resulting status, or "ignored". */
 const TABLE: Record<JobStatus, Record<string, JobStatus | "ignored">> = {
   queued: {
+    "job.attempt_failed": "dispatched",
     "job.dispatched": "dispatched",
     "job.running": "running",
     "job.done": "done",
@@ -61,6 +68,7 @@ const TABLE: Record<JobStatus, Record<string, JobStatus | "ignored">> = {
     "job.rejected": "rejected",
   },
   dispatched: {
+    "job.attempt_failed": "dispatched",
     "job.dispatched": "dispatched",
     "job.running": "running",
     "job.done": "done",
@@ -68,6 +76,7 @@ const TABLE: Record<JobStatus, Record<string, JobStatus | "ignored">> = {
     "job.rejected": "rejected",
   },
   running: {
+    "job.attempt_failed": "ignored",
     "job.dispatched": "ignored",
     "job.running": "running",
     "job.done": "done",
@@ -75,6 +84,7 @@ const TABLE: Record<JobStatus, Record<string, JobStatus | "ignored">> = {
     "job.rejected": "ignored",
   },
   done: {
+    "job.attempt_failed": "ignored",
     "job.dispatched": "ignored",
     "job.running": "ignored",
     "job.done": "ignored",
@@ -82,6 +92,7 @@ const TABLE: Record<JobStatus, Record<string, JobStatus | "ignored">> = {
     "job.rejected": "ignored",
   },
   error: {
+    "job.attempt_failed": "ignored",
     "job.dispatched": "ignored",
     "job.running": "ignored",
     "job.done": "ignored",
@@ -89,6 +100,7 @@ const TABLE: Record<JobStatus, Record<string, JobStatus | "ignored">> = {
     "job.rejected": "ignored",
   },
   rejected: {
+    "job.attempt_failed": "ignored",
     "job.dispatched": "ignored",
     "job.running": "ignored",
     "job.done": "ignored",
