@@ -15,6 +15,7 @@ import {
 } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { isSettledView } from "../../shared/jobs/index.ts";
+import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { AckFloor } from "./ack-floor.ts";
 import { foldHeld, type Held, writeHeld } from "./held.ts";
@@ -34,6 +35,11 @@ export interface ProjectorDeps {
   readonly lingerMs?: number;
   /** Durable name; a rebuild uses a temporary one. */
   readonly durable?: string;
+  /**
+   * Active/standby: only the holder of this lease folds (several replicas may run). Without one,
+   * this process folds unconditionally (a rebuild, a single-process hub).
+   */
+  readonly lease?: Lease;
 }
 
 export interface Projector {
@@ -134,6 +140,14 @@ export function createProjector(deps: ProjectorDeps): Projector {
     take(batch);
     // Fold every touched job (loading its view once); then write the due ones.
     await Promise.all([...held.values()].map((entry) => foldHeld(entry, { store, logger })));
+    // Fenced: a holder that lost its lease writes nothing more (the new holder refolds from the
+    // ack floor); the lease's own step stands it down.
+    if (deps.lease !== undefined && !deps.lease.holding()) {
+      queue = [];
+      held.clear();
+      running = false;
+      return;
+    }
     const writes = due(Date.now());
     const results = await Promise.all(
       writes.map((entry) =>
@@ -189,45 +203,67 @@ export function createProjector(deps: ProjectorDeps): Projector {
     }
   };
 
+  /** Takes the durable from its ack floor and starts folding. */
+  const consumeFromFloor = async () => {
+    // Start from the acknowledged floor: what a killed projector held arrives first, in order,
+    // and its views are completed by the ordinary fold (the view's seq skips what was applied).
+    const { fromSeq } = await recreateDurableFromFloor(deps.jsm, {
+      name: durable,
+      filterSubject: subjectFilters.all,
+      // A job whose write keeps failing calls working() while it retries.
+      ackWaitMs: 10_000,
+      maxAckPending: 20_000,
+      ackPolicy: "all",
+    });
+    const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, durable);
+    const stream = await consumer.consume({ max_messages: 2000 });
+    messages = stream;
+    running = true;
+    loopDone = loop();
+    void (async () => {
+      for await (const msg of stream) {
+        queue.push(msg);
+        wake?.();
+        // Backpressure: while the queue is full, stop taking from the consumer, so nats.js stops
+        // pulling. Unbounded, the queue held 16k messages behind a burst (the projector's RSS
+        // peak), each one's ack wait running.
+        while (queue.length >= maxQueued && running) {
+          await new Promise<void>((resolve) => {
+            space = resolve;
+          });
+          space = undefined;
+        }
+      }
+    })();
+    logger.info({ durable, linger_ms: lingerMs, from_seq: fromSeq }, "projector started");
+  };
+
+  /**
+   * Stops folding. `flush`: write every held view first (a graceful stop). Without it (the lease
+   * was lost) nothing more is written: the new holder refolds from the ack floor.
+   */
+  const halt = async (flush: boolean) => {
+    if (!flush) {
+      queue = [];
+      held.clear();
+    }
+    running = false;
+    space?.();
+    await messages?.close();
+    wake?.();
+    await loopDone;
+    messages = undefined;
+  };
+
   return {
     async start() {
-      // Start from the acknowledged floor: what a killed projector held arrives first, in order,
-      // and its views are completed by the ordinary fold (the view's seq skips what was applied).
-      const { fromSeq } = await recreateDurableFromFloor(deps.jsm, {
-        name: durable,
-        filterSubject: subjectFilters.all,
-        // A job whose write keeps failing calls working() while it retries.
-        ackWaitMs: 10_000,
-        maxAckPending: 20_000,
-        ackPolicy: "all",
-      });
-      const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, durable);
-      messages = await consumer.consume({ max_messages: 2000 });
-      running = true;
-      loopDone = loop();
-      void (async () => {
-        for await (const msg of messages as ConsumerMessages) {
-          queue.push(msg);
-          wake?.();
-          // Backpressure: while the queue is full, stop taking from the consumer, so nats.js stops
-          // pulling. Unbounded, the queue held 16k messages behind a burst (the projector's RSS
-          // peak), each one's ack wait running.
-          while (queue.length >= maxQueued && running) {
-            await new Promise<void>((resolve) => {
-              space = resolve;
-            });
-            space = undefined;
-          }
-        }
-      })();
-      logger.info({ durable, linger_ms: lingerMs, from_seq: fromSeq }, "projector started");
+      if (deps.lease === undefined) return consumeFromFloor();
+      await deps.lease.start({ lead: consumeFromFloor, standDown: () => halt(false) });
+      if (!deps.lease.holding()) logger.info({ durable }, "projector standing by");
     },
     async stop() {
-      running = false;
-      space?.();
-      await messages?.close();
-      wake?.();
-      await loopDone;
+      await halt(true);
+      await deps.lease?.stop();
     },
     appliedSeq: () => applied,
   };

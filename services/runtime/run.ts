@@ -1,8 +1,10 @@
+import { hostname } from "node:os";
 import { STORE_VERSION, StoreOutdatedError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
 import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import { callbackSettings, createCallbackService } from "../callback/index.ts";
@@ -92,12 +94,20 @@ export async function startServices(
     stoppables.push({ name: "executor", stop: executor.stop });
   }
   if (services.includes("projector")) {
+    const projectorLogger = logger.child({ component: "projector" });
     const projector = createProjector({
       js: hub.js,
       jsm: hub.jsm,
       kv: hub.jobs,
-      logger: logger.child({ component: "projector" }),
+      logger: projectorLogger,
       lingerMs: parseDuration(config.projector.linger),
+      // Several projector replicas may run: one folds, the others stand by.
+      lease: createLease({
+        kv: await openLeaseBucket(hub.nc, { replicas: config.nats.replicas }),
+        key: "projector",
+        holder: `${hostname()}/${process.pid}`,
+        logger: projectorLogger,
+      }),
     });
     await projector.start();
     stoppables.push({ name: "projector", stop: projector.stop });

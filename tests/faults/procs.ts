@@ -66,7 +66,10 @@ routes:
 ${options.routes ?? ""}`;
 }
 
-export type ProcName = ServiceName | "up";
+/** A service, `up`, or a further replica of a service: `projector#2`. */
+export type ProcName = ServiceName | "up" | `${ServiceName}#${number}`;
+
+const serviceOf = (name: ProcName) => name.split("#")[0] as ServiceName | "up";
 
 interface ProcState {
   proc: Subprocess<"ignore", "pipe", "pipe">;
@@ -95,10 +98,10 @@ export interface HubProcs extends AsyncDisposable {
 }
 
 /** A line each service logs once it is serving (the ingress logs its URL). */
-const READY_LINE: Record<ProcName, RegExp> = {
+const READY_LINE: Record<ServiceName | "up", RegExp> = {
   ingress: /"url":"(http:[^"]+)"/,
   up: /"url":"(http:[^"]+)"/,
-  projector: /"msg":"projector started"/,
+  projector: /"msg":"projector (?:started|standing by)"/,
   executor: /"msg":"executor service started"/,
   callback: /"msg":"callback service started"/,
 };
@@ -128,7 +131,8 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
     if (previous && previous.proc.exitCode === null && previous.proc.signalCode === null) {
       throw new Error(`${name} is still running; kill it first`);
     }
-    const args = name === "up" ? [MAIN, "up"] : [MAIN, "serve", name];
+    const service = serviceOf(name);
+    const args = service === "up" ? [MAIN, "up"] : [MAIN, "serve", service];
     const proc = Bun.spawn([process.execPath, ...args], {
       cwd: dir,
       env: {
@@ -153,7 +157,7 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
     const deadline = Date.now() + 30_000;
     for (;;) {
       const fresh = state.out.slice(offset);
-      const match = READY_LINE[name].exec(fresh);
+      const match = READY_LINE[service].exec(fresh);
       if (match) {
         if (match[1]) url = match[1];
         return;

@@ -1,0 +1,118 @@
+import { type KV, Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "../log/index.ts";
+
+/** KV bucket of leases: every entry expires (max_age) unless its holder renews it. */
+export const LEASE_BUCKET = "sy_leases";
+/** A lease not renewed for this long is gone; the next candidate takes it. */
+export const LEASE_TTL_MS = 3_000;
+const RENEW_EVERY_MS = 1_000;
+
+export interface LeaseHandlers {
+  /** This process now holds the lease: start the work only one process may do. */
+  lead(): Promise<void>;
+  /** It no longer holds it (lost, expired, or stopping): stop that work at once. */
+  standDown(): Promise<void>;
+}
+
+export interface Lease {
+  /** Competes for the lease until stopped; resolves after the first attempt. */
+  start(handlers: LeaseHandlers): Promise<void>;
+  /** True while this process holds the lease (the last renewal is younger than the margin). */
+  holding(): boolean;
+  /** Stops competing and releases the lease if held, so a standby takes over at once. */
+  stop(): Promise<void>;
+}
+
+/** Opens (creating when missing) the lease bucket. */
+export async function openLeaseBucket(
+  nc: NatsConnection,
+  options: { readonly replicas: number },
+): Promise<KV> {
+  return new Kvm(nc).create(LEASE_BUCKET, {
+    history: 1,
+    replicas: options.replicas,
+    ttl: LEASE_TTL_MS,
+    storage: "file",
+  });
+}
+
+/**
+ * Active/standby on a KV lease (docs/architecture.md, "Several replicas"). The holder renews the
+ * key every second with compare-and-set on its revision; the bucket's max_age (3 s) removes a key
+ * whose holder died, and a candidate's `create` then wins. Expiry is the server's clock, so no
+ * two processes need agree on time. A holder that cannot renew for two thirds of the TTL stands
+ * down before anyone else can take the lease. What the holder writes must still be fenced by its
+ * own compare-and-set (the projector's KV writes are), since a paused holder may wake up late.
+ */
+export function createLease(deps: {
+  readonly kv: KV;
+  readonly key: string;
+  /** Who holds it (host and pid), for operators reading the bucket. */
+  readonly holder: string;
+  readonly logger: Logger;
+}): Lease {
+  let revision = 0;
+  let renewedAt = 0;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let handlers: LeaseHandlers | undefined;
+  let leading = false;
+  let busy: Promise<void> = Promise.resolve();
+  const value = () => JSON.stringify({ holder: deps.holder, renewed_at: new Date().toISOString() });
+  const holding = () => leading && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
+
+  const lose = async (why: string) => {
+    if (!leading) return;
+    leading = false;
+    revision = 0;
+    deps.logger.warn({ lease: deps.key, why }, "lease lost; standing down");
+    await handlers?.standDown();
+  };
+
+  const tick = async () => {
+    if (leading) {
+      try {
+        revision = await deps.kv.update(deps.key, value(), revision);
+        renewedAt = Date.now();
+      } catch (err) {
+        await lose((err as Error).message);
+      }
+      if (leading && !holding()) await lose("not renewed in time");
+      return;
+    }
+    try {
+      revision = await deps.kv.create(deps.key, value());
+    } catch {
+      return; // someone else holds it
+    }
+    renewedAt = Date.now();
+    leading = true;
+    deps.logger.info({ lease: deps.key, holder: deps.holder }, "lease acquired");
+    await handlers?.lead();
+  };
+
+  const serialised = () => {
+    busy = busy.then(tick).catch((err: unknown) => {
+      deps.logger.error({ lease: deps.key, err: (err as Error).message }, "lease step failed");
+    });
+    return busy;
+  };
+
+  return {
+    async start(h) {
+      handlers = h;
+      await serialised();
+      timer = setInterval(() => void serialised(), RENEW_EVERY_MS);
+    },
+    holding,
+    async stop() {
+      clearInterval(timer);
+      await busy;
+      if (!leading) return;
+      leading = false;
+      await handlers?.standDown();
+      // Released at once: a standby takes over without waiting for the expiry.
+      await deps.kv.delete(deps.key, { previousSeq: revision }).catch(() => undefined);
+    },
+  };
+}

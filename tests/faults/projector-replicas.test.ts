@@ -1,0 +1,85 @@
+import { expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { startNats } from "../helpers/nats.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { Load, verifyEchoOutcomes } from "./checks.ts";
+import { FAULT_CLIENT, faultYaml, hubProcs, type ProcName } from "./procs.ts";
+
+// Two projector replicas: one holds the lease and folds, the other stands by. SIGKILL the active
+// one under load: the standby takes over, views update again within 5 s, and every view ends
+// equal to the fold of its job's events (none lost, stale or out of order).
+
+test("projector replicas: the active one SIGKILLed under load, the standby takes over within 5 s", async () => {
+  await using nats = await startNats();
+  await using procs = await hubProcs(faultYaml({ natsUrl: nats.url }), nats.url);
+  const projectors: ProcName[] = ["projector", "projector#2"];
+  for (const name of projectors) await procs.start(name);
+  for (const name of ["executor", "callback", "ingress"] as const) await procs.start(name);
+  const active = projectors.filter((p) => procs.output(p).includes('"msg":"lease acquired"'));
+  expect(active).toHaveLength(1);
+  const [leader] = active as [ProcName];
+  const standby = projectors.find((p) => p !== leader) as ProcName;
+  expect(procs.output(standby)).toContain('"msg":"projector standing by"');
+
+  const load = new Load(procs.url, (request_id) => ({
+    request_id,
+    route: "f.echo",
+    input: request_id,
+  }));
+  load.start(8);
+  await waitFor("load before the kill", () => load.accepted.size >= 300, { timeoutMs: 20_000 });
+  const kv = await new Kvm(nats.nc).open(TOPOLOGY.jobsBucket);
+  const view = async (jobId: string) => kv.get(`${FAULT_CLIENT.id}.${jobId}`);
+
+  await procs.kill(leader);
+  const killedAt = performance.now();
+  const acceptedAtKill = new Set(load.jobIds());
+  // The first view of a job accepted after the kill shows that someone folds again.
+  const resumedAfter = await waitFor(
+    "a view written for a job accepted after the kill",
+    async () => {
+      const fresh = load.jobIds().filter((id) => !acceptedAtKill.has(id));
+      for (const id of fresh.slice(0, 20)) {
+        if ((await view(id))?.operation === "PUT") return performance.now() - killedAt;
+      }
+      return undefined;
+    },
+    { timeoutMs: 15_000, intervalMs: 50 },
+  );
+  process.stderr.write(
+    `projector failover: views updated again ${Math.round(resumedAfter)} ms after the kill\n`,
+  );
+  expect(resumedAfter).toBeLessThan(5_000);
+  expect(procs.output(standby)).toContain('"msg":"lease acquired"');
+
+  await waitFor(
+    "more load after the failover",
+    () => load.accepted.size >= acceptedAtKill.size + 300,
+    {
+      timeoutMs: 20_000,
+    },
+  );
+  await load.stop();
+  expect(load.unexpected).toEqual([]);
+  await load.settle();
+  const jsm = await jetstreamManager(nats.nc);
+  await verifyEchoOutcomes({ jsm, load, base: procs.url });
+  await waitFor(
+    "the projector to apply every event",
+    async () => {
+      const info = await jsm.consumers.info(TOPOLOGY.eventsStream, TOPOLOGY.consumers.projector);
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  const wrong: string[] = [];
+  for (const jobId of load.jobIds()) {
+    const entry = await view(jobId);
+    const status =
+      entry?.operation === "PUT" ? (entry.json() as { status?: string }).status : undefined;
+    if (status !== "done") wrong.push(`${jobId}: ${status ?? "no view"}`);
+  }
+  expect(wrong).toEqual([]);
+}, 120_000);
