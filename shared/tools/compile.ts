@@ -1,36 +1,92 @@
 import { DiagnosticSink, docPath } from "./diagnostics.ts";
-import { compileHandwritten, compileManual } from "./manual.ts";
-import { compileMcpTools } from "./mcp.ts";
 import { assignUniqueNames } from "./naming.ts";
-import { compileOpenApi, type PendingTool } from "./openapi.ts";
-import { applyOverlay } from "./overlay.ts";
-import type { ReadDocument } from "./refs.ts";
-import { isObject, type Json } from "./schema-merge.ts";
-import type { CompileResult, Diagnostic } from "./schemas.ts";
+import type { CompileResult, Diagnostic, ToolDefinition } from "./schemas.ts";
+import { SOURCES_IN_ORDER, sourceFor } from "./sources/index.ts";
+import type { CompileInput, PlannedTool, SourceContext } from "./sources/types.ts";
 import { validateToolDefinition } from "./validate.ts";
 
-/** One parsed input of the compiler. Loading files is done by load.ts; compile() is pure. */
-export type CompileInput =
-  | { kind: "openapi"; label: string; doc: unknown; docId?: string; readDocument?: ReadDocument }
-  | { kind: "overlay"; label: string; doc: unknown }
-  | { kind: "mcp"; label: string; doc: unknown }
-  | { kind: "manual"; label: string; doc: unknown }
-  | { kind: "sdk"; label: string; tools: readonly unknown[] };
+export type { CompileInput, InputKind } from "./sources/types.ts";
 
-const OP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
 
-/** Serialises each operation (with its path-level parameters) to spot what an overlay changed. */
-function operationFingerprints(doc: Json): Map<string, string> {
-  const out = new Map<string, string>();
-  if (!isObject(doc) || !isObject(doc.paths)) return out;
-  for (const [path, item] of Object.entries(doc.paths)) {
-    if (!isObject(item)) continue;
-    for (const m of OP_METHODS) {
-      if (m in item)
-        out.set(`${m.toUpperCase()} ${path}`, JSON.stringify([item.parameters ?? null, item[m]]));
+/**
+ * Plans every tool of every input: sources that rewrite others (overlays) run first, then each
+ * input's source plans its tools, then names are made unique across all of them. Returns the
+ * planned tools sorted by final name.
+ */
+function planAll(inputs: readonly CompileInput[], sink: DiagnosticSink): PlannedTool[] {
+  let seq = 0;
+  const ctx: SourceContext = {
+    sink,
+    startTool() {
+      seq++;
+      sink.group = seq;
+      return seq;
+    },
+  };
+  let prepared = [...inputs];
+  for (const source of SOURCES_IN_ORDER)
+    if (source.prepare) prepared = source.prepare(prepared, ctx);
+  const planned: PlannedTool[] = [];
+  for (const input of prepared) {
+    try {
+      planned.push(...sourceFor(input.kind).plan(input, ctx));
+    } catch (err) {
+      sink.add(
+        "compile.internal_error",
+        docPath(input.label, []) || "#",
+        `compiling ${input.label} failed: ${errorText(err)}`,
+        "Report this input; the rest of the inputs were compiled.",
+      );
     }
   }
-  return out;
+  assignUniqueNames(
+    planned.map((p) => p.candidate),
+    sink,
+  );
+  return planned.sort((a, b) =>
+    a.candidate.name < b.candidate.name ? -1 : a.candidate.name > b.candidate.name ? 1 : 0,
+  );
+}
+
+/** Builds one planned tool and checks it against the record schema; undefined when dropped. */
+function buildTool(p: PlannedTool, sink: DiagnosticSink): ToolDefinition | undefined {
+  sink.group = p.seq;
+  const name = p.candidate.name;
+  let tool: ToolDefinition;
+  try {
+    tool = p.build(name);
+  } catch (err) {
+    sink.add(
+      "compile.internal_error",
+      p.candidate.path,
+      `building tool ${name} failed: ${errorText(err)}`,
+      "Report this input; the other tools were compiled.",
+    );
+    return undefined;
+  }
+  const problems = validateToolDefinition(tool);
+  if (problems.length === 0) return tool;
+  for (const d of problems) sink.add("tool.invalid", p.candidate.path, `${name}: ${d.message}`);
+  return undefined;
+}
+
+/**
+ * Compiles parsed inputs, yielding tools one at a time in name order. Every tool is planned
+ * (named) before any is built, and each is built only when it is taken, so a caller that writes
+ * tools out as they come holds one tool at a time, not the whole output. Diagnostics collect in
+ * `sink`; read them with `sink.ordered()` after the last tool. Never throws for bad input.
+ */
+export function* compileTools(
+  inputs: readonly CompileInput[],
+  sink: DiagnosticSink,
+): Generator<ToolDefinition> {
+  for (const p of planAll(inputs, sink)) {
+    const tool = buildTool(p, sink);
+    if (tool) yield tool;
+  }
 }
 
 /**
@@ -44,68 +100,9 @@ export function compile(
   preDiagnostics: readonly Diagnostic[] = [],
 ): CompileResult {
   const sink = new DiagnosticSink();
-  sink.items.push(...preDiagnostics);
-  const pending: PendingTool[] = [];
-  const overlays = inputs.filter((i) => i.kind === "overlay");
-  for (const input of inputs) {
-    if (input.kind === "overlay") continue;
-    try {
-      if (input.kind === "openapi") {
-        let doc = input.doc as Json;
-        let changed: Set<string> | undefined;
-        if (overlays.length > 0) {
-          const before = operationFingerprints(doc);
-          for (const ov of overlays) doc = applyOverlay(doc, ov.doc as Json, ov.label, sink);
-          const after = operationFingerprints(doc);
-          changed = new Set([...after].filter(([k, v]) => before.get(k) !== v).map(([k]) => k));
-        }
-        pending.push(
-          ...compileOpenApi(
-            {
-              label: input.label,
-              doc,
-              ...(input.docId ? { docId: input.docId } : {}),
-              ...(input.readDocument ? { readDocument: input.readDocument } : {}),
-              ...(changed ? { overlayChanged: changed } : {}),
-            },
-            sink,
-          ),
-        );
-      } else if (input.kind === "mcp")
-        pending.push(...compileMcpTools(input.doc as Json, input.label, sink));
-      else if (input.kind === "manual")
-        pending.push(...compileManual(input.doc as Json, input.label, sink));
-      else {
-        if (input.tools.length === 0)
-          sink.add("sdk.no_tools", `${input.label}#`, "the module exports no defineTool() results");
-        pending.push(...compileHandwritten(input.tools, input.label, "sdk", sink, []));
-      }
-    } catch (err) {
-      sink.add(
-        "compile.internal_error",
-        docPath(input.label, []) || "#",
-        `compiling ${input.label} failed: ${err instanceof Error ? err.message : String(err)}`,
-        "Report this input; the rest of the inputs were compiled.",
-      );
-    }
-  }
-  assignUniqueNames(
-    pending.map((p) => p.candidate),
-    sink,
-  );
-  const tools = [];
-  for (const p of pending) {
-    const tool = { ...p.tool, name: p.candidate.name };
-    const problems = validateToolDefinition(tool);
-    if (problems.length > 0) {
-      for (const d of problems)
-        sink.add("tool.invalid", p.candidate.path, `${tool.name}: ${d.message}`);
-      continue;
-    }
-    tools.push(tool);
-  }
-  tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { tools, diagnostics: sink.items };
+  sink.push(...preDiagnostics);
+  const tools = [...compileTools(inputs, sink)];
+  return { tools, diagnostics: sink.ordered() };
 }
 
 /** True when any diagnostic is an error (the CLI then exits with 1). */

@@ -1,8 +1,8 @@
 import Ajv2020, { type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsImport from "ajv-formats";
 import { JSONPathError, type JSONValue, query } from "json-p3";
-import { type DiagnosticSink, docPath } from "./diagnostics.ts";
-import { isObject, type Json, type JsonObject } from "./schema-merge.ts";
+import { type DiagnosticSink, docPath } from "../../diagnostics.ts";
+import { isObject, type Json, type JsonObject } from "../../schema-merge.ts";
 
 /**
  * JSON Schema (2020-12) for Overlay documents, written from the Overlay 1.0.0 specification
@@ -138,6 +138,29 @@ export function applyOverlay(
   label: string,
   sink: DiagnosticSink,
 ): Json {
+  return applyOverlays(doc, [{ doc: overlay, label }], sink);
+}
+
+/**
+ * Applies overlays in order to one copy of the document (a large description is copied once,
+ * not once per overlay); the input is not changed.
+ */
+export function applyOverlays(
+  doc: unknown,
+  overlays: readonly { doc: unknown; label: string }[],
+  sink: DiagnosticSink,
+): Json {
+  let root: Json | undefined;
+  for (const ov of overlays) {
+    if (validOverlay(ov.doc, ov.label, sink)) {
+      root ??= structuredClone(doc) as Json;
+      root = applyInPlace(root, ov.doc as JsonObject, ov.label, sink);
+    }
+  }
+  return root ?? (doc as Json);
+}
+
+function validOverlay(overlay: unknown, label: string, sink: DiagnosticSink): boolean {
   const problems = validateOverlay(overlay);
   if (problems.length > 0) {
     for (const p of problems) {
@@ -148,11 +171,13 @@ export function applyOverlay(
         "Fix the overlay; see the Overlay 1.0 specification.",
       );
     }
-    return doc as Json;
+    return false;
   }
-  const ov = overlay as JsonObject;
+  return true;
+}
+
+function applyInPlace(root: Json, ov: JsonObject, label: string, sink: DiagnosticSink): Json {
   const strict = /^1\.1\./.test(String(ov.overlay));
-  const root = structuredClone(doc) as Json;
   const actions = ov.actions as JsonObject[];
   actions.forEach((action, i) => {
     const where = docPath(label, ["actions", i]);

@@ -1,9 +1,7 @@
 import { dirname, isAbsolute, resolve as resolvePath } from "node:path";
-import type { DiagnosticSink } from "./diagnostics.ts";
-import { isObject, type Json, type JsonObject, mergeAllOf } from "./schema-merge.ts";
-
-/** Reads and parses a file named by a relative $ref; undefined when it cannot. */
-export type ReadDocument = (absolutePath: string) => Json | undefined;
+import type { DiagnosticSink } from "../../diagnostics.ts";
+import { isObject, type Json, type JsonObject, mergeAllOf } from "../../schema-merge.ts";
+import type { ReadDocument } from "../types.ts";
 
 /** Keywords whose values are data, not schemas: a "$ref" inside them is not a reference. */
 const DATA_KEYWORDS = new Set(["example", "examples", "default", "const", "enum", "x-examples"]);
@@ -101,7 +99,7 @@ export class SchemaExpander {
 
   private loadDoc(id: string): Json | undefined {
     if (this.docs.has(id)) return this.docs.get(id);
-    const doc = this.readDocument?.(id);
+    const doc = this.readDocument?.(id) as Json | undefined;
     if (doc !== undefined) this.docs.set(id, doc);
     return doc;
   }
@@ -265,6 +263,11 @@ export class SchemaExpander {
     const sorted: Record<string, Json> = {};
     for (const k of Object.keys(defs).sort()) sorted[k] = defs[k] as Json;
     return sorted;
+  }
+
+  /** The schema a request body's properties are read from. */
+  bodyRoot(schema: Json): Json {
+    return schema;
   }
 
   /** Follows $ref chains on non-schema objects (parameters, request bodies); bounded. */

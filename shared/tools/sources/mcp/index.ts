@@ -1,15 +1,16 @@
-import { type DiagnosticSink, docPath } from "./diagnostics.ts";
-import { sanitizeName } from "./naming.ts";
-import type { PendingTool } from "./openapi.ts";
-import { buildContext, pickDescription } from "./record.ts";
-import { DEFAULT_TIMEOUT_MS } from "./risk.ts";
-import { isObject, type Json } from "./schema-merge.ts";
+import { docPath } from "../../diagnostics.ts";
+import { checkInputSchema } from "../../json-schema.ts";
+import { sanitizeName } from "../../naming.ts";
+import { buildContext, pickDescription } from "../../record.ts";
+import { DEFAULT_TIMEOUT_MS } from "../../risk.ts";
+import { isObject, type Json } from "../../schema-merge.ts";
 import {
   type ParamLocation,
   type Risk,
   TOOL_SCHEMA_VERSION,
   type ToolDefinition,
-} from "./schemas.ts";
+} from "../../schemas.ts";
+import { type PlannedTool, plannedRecord, type SourceContext, type ToolSource } from "../types.ts";
 
 /** MCP tools are called through tools/call, so they get a synthetic method and path. */
 export const MCP_METHOD = "POST" as const;
@@ -52,10 +53,11 @@ export function mcpRisk(annotations: unknown): {
   };
 }
 
-/** Compiles an MCP tools/list result. `label` names the file or server in diagnostics. */
-export function compileMcpTools(doc: Json, label: string, sink: DiagnosticSink): PendingTool[] {
+/** Plans the tools of an MCP tools/list result. `label` names the file or server in diagnostics. */
+function planMcpTools(doc: Json, label: string, ctx: SourceContext): PlannedTool[] {
+  const sink = ctx.sink;
   const list = mcpToolList(doc);
-  const out: PendingTool[] = [];
+  const out: PlannedTool[] = [];
   if (!list) {
     sink.add(
       "mcp.tool_invalid",
@@ -70,6 +72,7 @@ export function compileMcpTools(doc: Json, label: string, sink: DiagnosticSink):
       ? ["tools"]
       : ["result", "tools"];
   list.forEach((raw, i) => {
+    const seq = ctx.startTool();
     const ptr = [...listPtr, i];
     const where = docPath(label, ptr);
     if (!isObject(raw) || typeof raw.name !== "string" || raw.name === "") {
@@ -146,10 +149,21 @@ export function compileMcpTools(doc: Json, label: string, sink: DiagnosticSink):
       extensions: {
         "x-service-mcp": { tool: original, openWorld: annotations.openWorldHint !== false },
       },
-      inputSchema: schema as ToolDefinition["inputSchema"],
+      inputSchema: checkInputSchema(schema, {
+        label,
+        pointer: [...ptr, "inputSchema"],
+        sink,
+      }) as ToolDefinition["inputSchema"],
       paramIn,
     };
-    out.push({ tool, candidate: { name, key: `mcp|${original}`, path: where } });
+    out.push(plannedRecord(seq, { name, key: `mcp|${original}`, path: where, seq }, tool));
   });
   return out;
 }
+
+/** MCP tools/list results, from a file or a live server (see live.ts). */
+export const mcpSource: ToolSource = {
+  kind: "mcp",
+  detect: (doc) => mcpToolList(doc) !== undefined,
+  plan: (input, ctx) => planMcpTools(input.doc as Json, input.label, ctx),
+};
