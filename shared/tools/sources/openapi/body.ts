@@ -112,6 +112,7 @@ export function requestBodyStep(c: OperationContext): void {
   const schemaPtr = [...rbPtr, "content", mt, "schema"];
   const schema = d.schemas.expand(
     isObject(media) && media.schema !== undefined ? media.schema : {},
+    docPath(d.label, schemaPtr),
   );
   const spec = {
     schema,

@@ -63,7 +63,6 @@ export const OPENAPI_CODES = {
   ],
   "ref.unresolved": ["error", "A $ref points to nothing; the schema accepts any value."],
   "ref.file_unreadable": ["error", "A $ref names a file that could not be read or parsed."],
-  "ref.recursive": ["info", "A recursive schema was placed in $defs."],
   "schema.too_deep": [
     "warning",
     "A schema nested deeper than the compiler follows was replaced by {}.",

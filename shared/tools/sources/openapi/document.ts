@@ -1,6 +1,6 @@
 import type { DiagnosticSink } from "../../diagnostics.ts";
 import { isObject, type JsonObject } from "../../schema-merge.ts";
-import type { SchemaExpander } from "./refs.ts";
+import type { SchemaDefs } from "./defs.ts";
 
 /** Which OpenAPI family a parsed document belongs to, or undefined. */
 export function openApiVersion(doc: unknown): "2.0" | "3.0" | "3.1" | "unsupported" | undefined {
@@ -48,7 +48,7 @@ export interface OpenApiDocument {
   readonly label: string;
   readonly doc: JsonObject;
   readonly dialect: Dialect;
-  readonly schemas: SchemaExpander;
+  readonly schemas: SchemaDefs;
   readonly sink: DiagnosticSink;
   /** "METHOD path" keys of operations an overlay changed. */
   readonly overlayChanged?: ReadonlySet<string>;

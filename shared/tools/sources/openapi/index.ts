@@ -2,9 +2,9 @@ import { docPath } from "../../diagnostics.ts";
 import { isObject, type JsonObject } from "../../schema-merge.ts";
 import type { HttpMethod } from "../../schemas.ts";
 import type { CompileInput, PlannedTool, SourceContext, ToolSource } from "../types.ts";
+import { SchemaDefs } from "./defs.ts";
 import { dialectOf, type OpenApiDocument, openApiVersion } from "./document.ts";
 import { buildOperation, operationContext, planOperation } from "./operation.ts";
-import { SchemaExpander } from "./refs.ts";
 
 export { openApiVersion } from "./document.ts";
 
@@ -26,7 +26,7 @@ function openDocument(input: CompileInput, ctx: SourceContext): OpenApiDocument 
     label,
     doc,
     dialect: dialectOf(doc),
-    schemas: new SchemaExpander(input.docId ?? label, doc, ctx.sink, input.readDocument),
+    schemas: new SchemaDefs(input.docId ?? label, label, doc, ctx.sink, input.readDocument),
     sink: ctx.sink,
     ...(input.overlayChanged ? { overlayChanged: input.overlayChanged } : {}),
   };

@@ -98,7 +98,7 @@ export function inputSchemaStep(c: OperationContext): {
       return src ? [...src, ...rest] : c.opPtr;
     },
   });
-  const defs = c.d.schemas.toolDefs();
+  const defs = c.d.schemas.toolDefs(checked);
   const inputSchema = checked as ToolDefinition["inputSchema"];
   if (Object.keys(defs).length > 0) inputSchema.$defs = defs;
   return { inputSchema, paramIn, wireNames };

@@ -174,7 +174,6 @@ export function planOperation(c: OperationContext): OperationContext | undefined
 export function buildOperation(c: OperationContext, name: string): ToolDefinition {
   const { d, method, path, profile, where } = c;
   d.schemas.currentPath = where;
-  d.schemas.beginTool();
   c.entries = [];
   c.bodyInfo = undefined;
   parametersStep(c);

@@ -121,7 +121,7 @@ export function parametersStep(c: OperationContext): void {
       continue;
     }
     if (pin === "body") {
-      const schema = c.d.schemas.expand(p.schema ?? {});
+      const schema = c.d.schemas.expand(p.schema ?? {}, docPath(c.d.label, [...ptr, "schema"]));
       c.bodyInfo = addBody(c, {
         schema,
         source: [...ptr, "schema"],
@@ -133,7 +133,7 @@ export function parametersStep(c: OperationContext): void {
       continue;
     }
     const { schema, ptr: schemaPtr } = parameterSchema(c, param);
-    let expanded = c.d.schemas.expand(schema);
+    let expanded = c.d.schemas.expand(schema, docPath(c.d.label, schemaPtr));
     if (isObject(expanded) && typeof p.description === "string" && !("description" in expanded)) {
       expanded = { ...expanded, description: cutAtWord(p.description, LIMITS.description) };
     }
