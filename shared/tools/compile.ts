@@ -1,4 +1,7 @@
+import { fitToBudget } from "./budget.ts";
+import type { DiagnosticCode } from "./codes.ts";
 import { DiagnosticSink, docPath } from "./diagnostics.ts";
+import { inlineDefs } from "./inline.ts";
 import { assignUniqueNames } from "./naming.ts";
 import type { CompileResult, Diagnostic, ToolDefinition } from "./schemas.ts";
 import { SOURCES_IN_ORDER, sourceFor } from "./sources/index.ts";
@@ -6,6 +9,28 @@ import type { CompileInput, PlannedTool, SourceContext } from "./sources/types.t
 import { validateToolDefinition } from "./validate.ts";
 
 export type { CompileInput, InputKind } from "./sources/types.ts";
+
+/** Size limits of a compile (bytes of compact JSON, UTF-8); 0 turns a limit off. */
+export interface CompileOptions {
+  /** Largest tool; bigger ones are reduced (see budget.ts) or left out. */
+  maxToolBytes?: number;
+  /** Largest total of all tools; tools past it are left out with an error each. */
+  maxOutputBytes?: number;
+  /**
+   * Inline every $ref (no $defs) for consumers without $defs support, while the tool stays
+   * within this many bytes; true means the tool budget.
+   */
+  inlineRefs?: boolean | number;
+}
+
+/** The documented defaults: 64 KiB per tool (about 16k tokens), 256 MiB per compile. */
+export const DEFAULT_BUDGETS = { maxToolBytes: 65_536, maxOutputBytes: 268_435_456 } as const;
+
+/** A tool as the compiler hands it out, with its compact JSON (what the budgets measure). */
+export interface CompiledTool {
+  tool: ToolDefinition;
+  json: string;
+}
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -73,19 +98,58 @@ function buildTool(p: PlannedTool, sink: DiagnosticSink): ToolDefinition | undef
   return undefined;
 }
 
+/** Applies the tool budget, then inlining when asked; undefined when the tool is left out. */
+function sized(
+  tool: ToolDefinition,
+  p: PlannedTool,
+  ctx: { sink: DiagnosticSink; options: CompileOptions },
+): CompiledTool | undefined {
+  const report = (code: DiagnosticCode, message: string) =>
+    ctx.sink.add(code, p.candidate.path, message);
+  const maxToolBytes = ctx.options.maxToolBytes ?? DEFAULT_BUDGETS.maxToolBytes;
+  const fitted = fitToBudget(tool, maxToolBytes, report);
+  if (!fitted || !ctx.options.inlineRefs) return fitted;
+  const budget =
+    typeof ctx.options.inlineRefs === "number"
+      ? ctx.options.inlineRefs
+      : maxToolBytes > 0
+        ? maxToolBytes
+        : DEFAULT_BUDGETS.maxToolBytes;
+  const inlined = inlineDefs(fitted.tool, budget, report);
+  return inlined === fitted.tool ? fitted : { tool: inlined, json: JSON.stringify(inlined) };
+}
+
 /**
  * Compiles parsed inputs, yielding tools one at a time in name order. Every tool is planned
  * (named) before any is built, and each is built only when it is taken, so a caller that writes
- * tools out as they come holds one tool at a time, not the whole output. Diagnostics collect in
- * `sink`; read them with `sink.ordered()` after the last tool. Never throws for bad input.
+ * tools out as they come holds one tool at a time, not the whole output. Each tool is held to
+ * the tool budget and the running total to the output budget; what is cut or left out is
+ * reported. Diagnostics collect in `sink`; read them with `sink.ordered()` after the last tool.
+ * Never throws for bad input.
  */
 export function* compileTools(
   inputs: readonly CompileInput[],
   sink: DiagnosticSink,
-): Generator<ToolDefinition> {
+  options: CompileOptions = {},
+): Generator<CompiledTool> {
+  const maxOutputBytes = options.maxOutputBytes ?? DEFAULT_BUDGETS.maxOutputBytes;
+  let total = 0;
   for (const p of planAll(inputs, sink)) {
     const tool = buildTool(p, sink);
-    if (tool) yield tool;
+    const out = tool && sized(tool, p, { sink, options });
+    if (!out) continue;
+    const bytes = Buffer.byteLength(out.json);
+    if (maxOutputBytes > 0 && total + bytes > maxOutputBytes) {
+      sink.add(
+        "budget.compile_exceeded",
+        p.candidate.path,
+        `tool ${out.tool.name} (${bytes} bytes) left out: the compile's ${maxOutputBytes}-byte output budget is used up (${total} bytes so far)`,
+        "Raise --max-output-bytes, lower --max-tool-bytes, or compile fewer operations.",
+      );
+      continue;
+    }
+    total += bytes;
+    yield out;
   }
 }
 
@@ -98,10 +162,11 @@ export function* compileTools(
 export function compile(
   inputs: readonly CompileInput[],
   preDiagnostics: readonly Diagnostic[] = [],
+  options: CompileOptions = {},
 ): CompileResult {
   const sink = new DiagnosticSink();
   sink.push(...preDiagnostics);
-  const tools = [...compileTools(inputs, sink)];
+  const tools = [...compileTools(inputs, sink, options)].map((c) => c.tool);
   return { tools, diagnostics: sink.ordered() };
 }
 

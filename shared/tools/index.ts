@@ -5,9 +5,12 @@
  */
 export { DIAGNOSTIC_CODES, type DiagnosticCode } from "./codes.ts";
 export {
+  type CompiledTool,
   type CompileInput,
+  type CompileOptions,
   compile,
   compileTools,
+  DEFAULT_BUDGETS,
   hasErrors,
   type InputKind,
   serializeResult,

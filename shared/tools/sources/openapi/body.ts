@@ -1,5 +1,6 @@
 import { docPath } from "../../diagnostics.ts";
 import { isObject, type Json, type JsonObject } from "../../schema-merge.ts";
+import { placeAt } from "./defs.ts";
 import type { OperationContext } from "./operation.ts";
 
 /** How the executor must send the body: `extensions["x-service-request-body"]`. */
@@ -112,7 +113,7 @@ export function requestBodyStep(c: OperationContext): void {
   const schemaPtr = [...rbPtr, "content", mt, "schema"];
   const schema = d.schemas.expand(
     isObject(media) && media.schema !== undefined ? media.schema : {},
-    docPath(d.label, schemaPtr),
+    placeAt(d.label, schemaPtr),
   );
   const spec = {
     schema,

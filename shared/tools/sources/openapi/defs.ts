@@ -27,6 +27,30 @@ interface Def {
   needs?: Set<string>;
 }
 
+/**
+ * Where a schema node is, as `label#pointer`, built lazily: conversion passes a chain of tokens
+ * down and renders it only when a diagnostic needs it.
+ */
+export type Place = string | { readonly up: Place; readonly token: string | number };
+
+export function renderPlace(place: Place): string {
+  const tokens: (string | number)[] = [];
+  let cur = place;
+  while (typeof cur !== "string") {
+    tokens.push(cur.token);
+    cur = cur.up;
+  }
+  return `${cur}${tokens
+    .reverse()
+    .map((t) => `/${escapePointerToken(t)}`)
+    .join("")}`;
+}
+
+/** The place of a node given by pointer tokens in a labelled document. */
+export function placeAt(label: string, tokens: readonly (string | number)[]): Place {
+  return tokens.reduce<Place>((up, token) => ({ up, token }), `${label}#`);
+}
+
 interface Walk {
   docId: string;
   needs: Set<string>;
@@ -45,6 +69,8 @@ export class SchemaDefs {
   private readonly defs = new Map<string, Def>();
   private readonly byName = new Map<string, Def>();
   private readonly reported = new Set<string>();
+  /** Converted parameter schemas by parameter object: a shared parameter is converted once. */
+  readonly parameterSchemas = new WeakMap<object, Json>();
   /** `label#pointer` of the operation being built, for problems found outside definitions. */
   currentPath = "#";
 
@@ -60,10 +86,11 @@ export class SchemaDefs {
 
   private report(
     code: Parameters<DiagnosticSink["add"]>[0],
-    at: string,
+    place: Place,
     message: string,
     suggestion?: string,
   ): void {
+    const at = renderPlace(place);
     const key = `${at}\u0000${code}\u0000${message}`;
     if (this.reported.has(key)) return;
     this.reported.add(key);
@@ -89,7 +116,7 @@ export class SchemaDefs {
   private locate(
     ref: string,
     docId: string,
-    at: string,
+    at: Place,
   ): { key: string; docId: string; ptr: string; value: Json } | undefined {
     if (/^[a-z][a-z0-9+.-]*:/i.test(ref)) {
       this.report(
@@ -152,7 +179,7 @@ export class SchemaDefs {
   }
 
   /** The definition a $ref names (created on first sight, converted when first needed). */
-  private defFor(ref: string, docId: string, at: string): Def | undefined {
+  private defFor(ref: string, docId: string, at: Place): Def | undefined {
     const loc = this.locate(ref, docId, at);
     if (!loc) return undefined;
     const known = this.defs.get(loc.key);
@@ -208,33 +235,33 @@ export class SchemaDefs {
     return true;
   }
 
-  private convertRef(obj: JsonObject, at: string, w: Walk): Json {
-    const def = this.defFor(obj.$ref as string, w.docId, `${at}/$ref`);
+  private convertRef(obj: JsonObject, at: Place, w: Walk): Json {
+    const def = this.defFor(obj.$ref as string, w.docId, { up: at, token: "$ref" });
     const out: JsonObject = {};
     if (def) {
       w.needs.add(def.key);
       out.$ref = `#/$defs/${def.name}`;
     }
     for (const [k, v] of Object.entries(obj))
-      if (k !== "$ref") out[k] = this.convertKeyword(k, v, `${at}/${escapePointerToken(k)}`, w);
+      if (k !== "$ref") out[k] = this.convertKeyword(k, v, { up: at, token: k }, w);
     return out;
   }
 
-  private convertKeyword(k: string, v: Json, at: string, w: Walk): Json {
+  private convertKeyword(k: string, v: Json, at: Place, w: Walk): Json {
     if (SCHEMA_KEYWORDS.has(k)) return this.convertNode(v, at, w);
     if (SCHEMA_MAP_KEYWORDS.has(k) && isObject(v)) {
       const out: JsonObject = {};
       for (const [name, s] of Object.entries(v))
-        out[name] = this.convertNode(s, `${at}/${escapePointerToken(name)}`, w);
+        out[name] = this.convertNode(s, { up: at, token: name }, w);
       return out;
     }
     if (SCHEMA_ARRAY_KEYWORDS.has(k) && Array.isArray(v))
-      return v.map((s, i) => this.convertNode(s, `${at}/${i}`, w));
+      return v.map((s, i) => this.convertNode(s, { up: at, token: i }, w));
     return v;
   }
 
   /** Converts one schema node: refs kept as $defs references, OpenAPI dialect normalised. */
-  private convertNode(node: Json, at: string, w: Walk): Json {
+  private convertNode(node: Json, at: Place, w: Walk): Json {
     if (!isObject(node)) return node;
     if (w.depth >= MAX_SCHEMA_DEPTH) {
       this.report(
@@ -249,7 +276,7 @@ export class SchemaDefs {
       if (typeof node.$ref === "string") return this.convertRef(node, at, w);
       let out: JsonObject = {};
       for (const [k, v] of Object.entries(node))
-        out[k] = this.convertKeyword(k, v, `${at}/${escapePointerToken(k)}`, w);
+        out[k] = this.convertKeyword(k, v, { up: at, token: k }, w);
       out = normaliseOpenApiSchema(out);
       if (Array.isArray(out.allOf)) {
         const merged = mergeAllOf(out);
@@ -268,7 +295,7 @@ export class SchemaDefs {
   }
 
   /** Converts a schema at its place of use in the current operation (`ptr` locates it). */
-  expand(schema: Json, at = this.currentPath): Json {
+  expand(schema: Json, at: Place = this.currentPath): Json {
     return this.convertNode(schema, at, { docId: this.rootId, needs: new Set(), depth: 0 });
   }
 
@@ -295,18 +322,20 @@ export class SchemaDefs {
   toolDefs(root: Json): Record<string, Json> {
     const queue: Def[] = [];
     const seen = new Set<string>();
+    // Walks schema keywords only: data (enum, default, examples) holds no references.
     const visit = (node: Json) => {
-      if (Array.isArray(node)) for (const n of node) visit(n);
-      else if (isObject(node)) {
-        for (const [k, v] of Object.entries(node)) {
-          if (k === "$ref" && typeof v === "string" && v.startsWith("#/$defs/")) {
-            const def = this.byName.get(v.slice("#/$defs/".length));
-            if (def && !seen.has(def.key)) {
-              seen.add(def.key);
-              queue.push(def);
-            }
-          } else visit(v);
-        }
+      if (!isObject(node)) return;
+      for (const [k, v] of Object.entries(node)) {
+        if (k === "$ref" && typeof v === "string" && v.startsWith("#/$defs/")) {
+          const def = this.byName.get(v.slice("#/$defs/".length));
+          if (def && !seen.has(def.key)) {
+            seen.add(def.key);
+            queue.push(def);
+          }
+        } else if (SCHEMA_KEYWORDS.has(k)) visit(v);
+        else if (SCHEMA_MAP_KEYWORDS.has(k) && isObject(v))
+          for (const x of Object.values(v)) visit(x);
+        else if (SCHEMA_ARRAY_KEYWORDS.has(k) && Array.isArray(v)) for (const x of v) visit(x);
       }
     };
     visit(root);

@@ -1,5 +1,5 @@
-import { checkInputSchema } from "../../json-schema.ts";
-import type { Json, JsonObject } from "../../schema-merge.ts";
+import { checkSchema } from "../../json-schema.ts";
+import { isObject, type Json, type JsonObject } from "../../schema-merge.ts";
 import type { ParamLocation, ToolDefinition } from "../../schemas.ts";
 import type { OperationContext } from "./operation.ts";
 
@@ -63,6 +63,28 @@ function renameClashes(c: OperationContext): void {
   }
 }
 
+/** Property schemas known to pass the meta-schema (shared ones are checked once). */
+const validSchemas = new WeakSet<object>();
+
+/**
+ * Checks each property schema against the JSON Schema 2020-12 meta-schema; an invalid one is
+ * repaired and reported at its pointer in the source. The object around them is built here and
+ * always valid, and $defs entries were checked when converted, so this covers the whole schema.
+ */
+function checkProperties(
+  c: OperationContext,
+  properties: JsonObject,
+  sources: Map<string, (string | number)[]>,
+): void {
+  for (const [name, schema] of Object.entries(properties)) {
+    if (isObject(schema) && validSchemas.has(schema)) continue;
+    const place = { label: c.d.label, sink: c.d.sink, pointer: sources.get(name) ?? c.opPtr };
+    const checked = checkSchema(schema, place);
+    if (checked !== schema) properties[name] = checked;
+    else if (isObject(schema)) validSchemas.add(schema);
+  }
+}
+
 /**
  * Input schema step: every input in one flat object, its $defs, and the check against the JSON
  * Schema 2020-12 meta-schema (an invalid source schema is repaired and reported at its pointer).
@@ -86,20 +108,12 @@ export function inputSchemaStep(c: OperationContext): {
     if (e.required && !required.includes(e.name)) required.push(e.name);
     if (e.name !== e.wire) wireNames[e.name] = { in: e.in, name: e.wire };
   }
+  checkProperties(c, properties, sources);
   const root: JsonObject = { type: "object", properties };
   if (required.length > 0) root.required = required;
   root.additionalProperties = false;
-  const checked = checkInputSchema(root, {
-    label: c.d.label,
-    sink: c.d.sink,
-    pointer: (tokens) => {
-      const [kw, prop, ...rest] = tokens;
-      const src = kw === "properties" && prop !== undefined ? sources.get(prop) : undefined;
-      return src ? [...src, ...rest] : c.opPtr;
-    },
-  });
-  const defs = c.d.schemas.toolDefs(checked);
-  const inputSchema = checked as ToolDefinition["inputSchema"];
+  const defs = c.d.schemas.toolDefs(root);
+  const inputSchema = root as ToolDefinition["inputSchema"];
   if (Object.keys(defs).length > 0) inputSchema.$defs = defs;
   return { inputSchema, paramIn, wireNames };
 }

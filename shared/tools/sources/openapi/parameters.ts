@@ -3,6 +3,7 @@ import { cutAtWord } from "../../record.ts";
 import { isObject, type Json, type JsonObject } from "../../schema-merge.ts";
 import { LIMITS } from "../../schemas.ts";
 import { addBody, isFileSchema } from "./body.ts";
+import { placeAt } from "./defs.ts";
 import type { Entry } from "./merge.ts";
 import type { OperationContext } from "./operation.ts";
 
@@ -98,6 +99,24 @@ function parameterSchema(
   return { schema: {}, ptr };
 }
 
+/** A parameter's converted schema (with its description); shared parameters convert once. */
+function convertedSchema(
+  c: OperationContext,
+  param: Param,
+): { schema: Json; ptr: (string | number)[] } {
+  const { schema, ptr } = parameterSchema(c, param);
+  const memo = c.d.schemas.parameterSchemas;
+  const known = memo.get(param.p);
+  if (known !== undefined) return { schema: known, ptr };
+  let expanded = c.d.schemas.expand(schema, placeAt(c.d.label, ptr));
+  const description = param.p.description;
+  if (isObject(expanded) && typeof description === "string" && !("description" in expanded)) {
+    expanded = { ...expanded, description: cutAtWord(description, LIMITS.description) };
+  }
+  memo.set(param.p, expanded);
+  return { schema: expanded, ptr };
+}
+
 /**
  * Parameters step: path, query and header parameters become inputs; credentials and transport
  * headers stay out (reported); Swagger 2.0 `body` and `formData` parameters become the body.
@@ -110,44 +129,44 @@ export function parametersStep(c: OperationContext): void {
     const { p, ptr } = param;
     const pname = p.name as string;
     const pin = p.in as string;
-    const pwhere = docPath(c.d.label, ptr);
+    const pwhere = () => docPath(c.d.label, ptr);
     const why = excluded(c, pname, pin);
     if (why) {
-      sink.add("param.credential_excluded", pwhere, why);
+      sink.add("param.credential_excluded", pwhere(), why);
       continue;
     }
     if (pin === "header" && TRANSPORT_HEADERS.has(pname.toLowerCase())) {
-      sink.add("param.header_ignored", pwhere, `header ${pname} is set by the transport`);
+      sink.add("param.header_ignored", pwhere(), `header ${pname} is set by the transport`);
       continue;
     }
     if (pin === "body") {
-      const schema = c.d.schemas.expand(p.schema ?? {}, docPath(c.d.label, [...ptr, "schema"]));
+      const schema = c.d.schemas.expand(p.schema ?? {}, placeAt(c.d.label, [...ptr, "schema"]));
       c.bodyInfo = addBody(c, {
         schema,
         source: [...ptr, "schema"],
         required: p.required === true,
         mediaType: "application/json",
         encoding: "json",
-        where: pwhere,
+        where: pwhere(),
       });
       continue;
     }
-    const { schema, ptr: schemaPtr } = parameterSchema(c, param);
-    let expanded = c.d.schemas.expand(schema, docPath(c.d.label, schemaPtr));
-    if (isObject(expanded) && typeof p.description === "string" && !("description" in expanded)) {
-      expanded = { ...expanded, description: cutAtWord(p.description, LIMITS.description) };
-    }
+    const { schema: expanded, ptr: schemaPtr } = convertedSchema(c, param);
     const entry = { wire: pname, name: pname, schema: expanded, source: schemaPtr };
     if (pin === "formData") {
       if (isFileSchema(expanded)) {
         multipart = true;
-        sink.add("body.file_part", pwhere, `form field ${pname} is a file`);
+        sink.add("body.file_part", pwhere(), `form field ${pname} is a file`);
       }
       form.push({ ...entry, in: "body", required: p.required === true });
       continue;
     }
     if (pin !== "path" && pin !== "query" && pin !== "header") {
-      sink.add("param.invalid", pwhere, `parameter ${pname} has unknown location ${pin}; skipped`);
+      sink.add(
+        "param.invalid",
+        pwhere(),
+        `parameter ${pname} has unknown location ${pin}; skipped`,
+      );
       continue;
     }
     c.entries.push({ ...entry, in: pin, required: pin === "path" || p.required === true });
