@@ -21,6 +21,8 @@ export interface CompileOptions {
    * within this many bytes; true means the tool budget.
    */
   inlineRefs?: boolean | number;
+  /** Called after each planned tool is done (written or left out), with the number planned. */
+  progress?: (done: number, total: number) => void;
 }
 
 /** The documented defaults: 64 KiB per tool (about 16k tokens), 256 MiB per compile. */
@@ -41,9 +43,9 @@ function errorText(err: unknown): string {
  * input's source plans its tools, then names are made unique across all of them. Returns the
  * planned tools sorted by final name.
  */
-function planAll(inputs: readonly CompileInput[], sink: DiagnosticSink): PlannedTool[] {
+function sourceContext(sink: DiagnosticSink): SourceContext {
   let seq = 0;
-  const ctx: SourceContext = {
+  return {
     sink,
     startTool() {
       seq++;
@@ -51,9 +53,29 @@ function planAll(inputs: readonly CompileInput[], sink: DiagnosticSink): Planned
       return seq;
     },
   };
+}
+
+function prepareWith(inputs: readonly CompileInput[], ctx: SourceContext): CompileInput[] {
   let prepared = [...inputs];
   for (const source of SOURCES_IN_ORDER)
     if (source.prepare) prepared = source.prepare(prepared, ctx);
+  return prepared;
+}
+
+/**
+ * Runs the sources that rewrite other inputs (overlays onto OpenAPI documents) and returns the
+ * inputs as they will be compiled; `tools compile --emit-document` prints them.
+ */
+export function prepareInputs(
+  inputs: readonly CompileInput[],
+  sink: DiagnosticSink,
+): CompileInput[] {
+  return prepareWith(inputs, sourceContext(sink));
+}
+
+function planAll(inputs: readonly CompileInput[], sink: DiagnosticSink): PlannedTool[] {
+  const ctx = sourceContext(sink);
+  const prepared = prepareWith(inputs, ctx);
   const planned: PlannedTool[] = [];
   for (const input of prepared) {
     try {
@@ -134,7 +156,10 @@ export function* compileTools(
 ): Generator<CompiledTool> {
   const maxOutputBytes = options.maxOutputBytes ?? DEFAULT_BUDGETS.maxOutputBytes;
   let total = 0;
-  for (const p of planAll(inputs, sink)) {
+  const planned = planAll(inputs, sink);
+  let done = 0;
+  for (const p of planned) {
+    options.progress?.(done++, planned.length);
     const tool = buildTool(p, sink);
     const out = tool && sized(tool, p, { sink, options });
     if (!out) continue;
@@ -151,6 +176,7 @@ export function* compileTools(
     total += bytes;
     yield out;
   }
+  options.progress?.(planned.length, planned.length);
 }
 
 /**

@@ -13,6 +13,7 @@ export {
   DEFAULT_BUDGETS,
   hasErrors,
   type InputKind,
+  prepareInputs,
   serializeResult,
 } from "./compile.ts";
 export {
@@ -32,6 +33,13 @@ export {
   parseInputArg,
 } from "./load.ts";
 export { nameFromMethodPath, sanitizeName, shortHash } from "./naming.ts";
+export {
+  type OutputFormat,
+  type WriteChunk,
+  type WrittenSummary,
+  writeCompileOutput,
+} from "./output.ts";
+export { type ReadOutput, readCompileOutput } from "./read-output.ts";
 export type { ToolSpec } from "./record.ts";
 export { looksMutating, methodDefaults } from "./risk.ts";
 export * from "./schemas.ts";
@@ -51,6 +59,10 @@ export {
   openToolSetStore,
   type StoredToolSet,
   TOOLSET_BUCKET,
+  TOOLSET_HISTORY,
+  TOOLSET_OBJECTS,
+  ToolSetCorrupt,
+  type ToolSetPointer,
   ToolSetRejected,
   type ToolSetStore,
 } from "./store.ts";

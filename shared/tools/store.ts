@@ -1,24 +1,45 @@
+import { createHash, randomBytes } from "node:crypto";
 import { type KV, Kvm } from "@nats-io/kv";
+import { type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { isObject } from "./schema-merge.ts";
 import type { ToolDefinition } from "./schemas.ts";
 import { validateCompileResult } from "./validate.ts";
 
-/** NATS KV bucket that holds published tool sets. */
+/** NATS KV bucket with one small pointer per tool-set name (the contract others read). */
 export const TOOLSET_BUCKET = "sy_toolsets";
+/** NATS Object Store bucket with the tool sets themselves, in chunks, any size. */
+export const TOOLSET_OBJECTS = "sy_toolset_objects";
+/** Versions kept per set: the pointer's KV history and the objects it names. */
+export const TOOLSET_HISTORY = 5;
 
 /** Tool-set names double as KV keys, so they keep to a key-safe alphabet. */
 export const TOOLSET_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** What the store keeps under a tool-set name. */
+/**
+ * What the KV key of a set holds: which object has version `version`, and the SHA-256 of its
+ * bytes (NDJSON, one tool per line), so a reader can refuse anything else.
+ */
+export interface ToolSetPointer {
+  name: string;
+  version: number;
+  object: string;
+  digest: string;
+  bytes: number;
+  tools: number;
+  publishedAt: string;
+}
+
+/** The value Switchyard 0.1 stored under the key (the whole set); still read, never written. */
 export interface StoredToolSet {
   name: string;
   tools: ToolDefinition[];
 }
 
 export interface ToolSetStore {
-  /** Validates and stores a compileResult's tools under `name`; returns the KV revision. */
-  publish(name: string, compileResult: unknown): Promise<number>;
-  /** The tools of a published set, or undefined when no set has that name. */
+  /** Validates and stores a compileResult's tools under `name` as a new version. */
+  publish(name: string, compileResult: unknown): Promise<ToolSetPointer>;
+  /** The tools of a published set (digest verified), or undefined when no set has that name. */
   getToolSet(name: string): Promise<ToolDefinition[] | undefined>;
   /** Published set names, sorted. */
   list(): Promise<string[]>;
@@ -35,12 +56,70 @@ export class ToolSetRejected extends Error {
   }
 }
 
+/** A published set whose bytes are missing or do not match the digest its pointer names. */
+export class ToolSetCorrupt extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ToolSetCorrupt";
+  }
+}
+
+function sha256(bytes: Uint8Array): string {
+  return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+/** The tools of a compileResult that may be published, or ToolSetRejected. */
+function publishable(compileResult: unknown): ToolDefinition[] {
+  const problems = validateCompileResult(compileResult);
+  if (problems.length > 0) {
+    throw new ToolSetRejected(
+      "not a valid compileResult",
+      problems.slice(0, 50).map((p) => `${p.path}: ${p.message}`),
+    );
+  }
+  const result = compileResult as {
+    tools: ToolDefinition[];
+    diagnostics: { severity: string; code: string; path: string }[];
+  };
+  const errors = result.diagnostics.filter((d) => d.severity === "error");
+  if (errors.length > 0) {
+    throw new ToolSetRejected(
+      `the compileResult has ${errors.length} error diagnostic(s)`,
+      errors.slice(0, 50).map((d) => `${d.path}: ${d.code}`),
+    );
+  }
+  const names = new Set<string>();
+  for (const t of result.tools) {
+    if (names.has(t.name)) throw new ToolSetRejected(`tool name ${t.name} appears twice`);
+    names.add(t.name);
+  }
+  return result.tools;
+}
+
+function parseNdjson(bytes: Uint8Array): ToolDefinition[] {
+  const text = new TextDecoder().decode(bytes);
+  return text
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as ToolDefinition);
+}
+
 /**
- * A tool-set store over a NATS KV bucket. Publishing refuses anything that is not a valid
- * compileResult, that holds error diagnostics, or whose tool names repeat, so what the
- * executor attaches to a task has always passed the same checks as the compiler output.
+ * A tool-set store: the sets themselves in a JetStream Object Store (chunked, so no size limit
+ * from max_payload), a small versioned pointer with their SHA-256 in the KV bucket. Publishing
+ * refuses anything that is not a valid compileResult, that holds error diagnostics, or whose
+ * tool names repeat, so what the executor attaches to a task has passed the compiler's checks;
+ * reading verifies the digest, so it never hands out bytes other than those published. Read
+ * sets are kept by digest, so a route reading the same set again costs one KV get.
  */
-export function createToolSetStore({ kv }: { kv: KV }): ToolSetStore {
+export function createToolSetStore({
+  kv,
+  objects,
+}: {
+  kv: KV;
+  objects: ObjectStore;
+}): ToolSetStore {
+  const cache = new Map<string, { digest: string; tools: ToolDefinition[] }>();
   const checkName = (name: string) => {
     if (!TOOLSET_NAME_PATTERN.test(name)) {
       throw new ToolSetRejected(
@@ -48,41 +127,90 @@ export function createToolSetStore({ kv }: { kv: KV }): ToolSetStore {
       );
     }
   };
+  const pointerOf = (value: unknown): ToolSetPointer | undefined =>
+    isObject(value) && typeof value.object === "string" && typeof value.digest === "string"
+      ? (value as unknown as ToolSetPointer)
+      : undefined;
+
+  /** Deletes the set's objects that no pointer in the KV history names any more. */
+  const prune = async (name: string) => {
+    const keep = new Set<string>();
+    for await (const e of await kv.history({ key: name })) {
+      const p = e.operation === "PUT" && e.length > 0 ? pointerOf(e.json()) : undefined;
+      if (p) keep.add(p.object);
+    }
+    for (const info of await objects.list()) {
+      if (info.name.startsWith(`${name}/`) && !keep.has(info.name)) await objects.delete(info.name);
+    }
+  };
+
   return {
     async publish(name, compileResult) {
       checkName(name);
-      const problems = validateCompileResult(compileResult);
-      if (problems.length > 0) {
-        throw new ToolSetRejected(
-          "not a valid compileResult",
-          problems.map((p) => `${p.path}: ${p.message}`),
+      const tools = publishable(compileResult);
+      const bytes = new TextEncoder().encode(tools.map((t) => `${JSON.stringify(t)}\n`).join(""));
+      const digest = sha256(bytes);
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const entry = await kv.get(name);
+        const previous =
+          entry?.operation === "PUT" && entry.length > 0 ? pointerOf(entry.json()) : undefined;
+        const version = (previous?.version ?? 0) + 1;
+        // A unique object name: a racing publisher's object is never overwritten or deleted.
+        const object = `${name}/v${version}-${randomBytes(4).toString("hex")}`;
+        await objects.putBlob(
+          { name: object, metadata: { digest, tools: String(tools.length) } },
+          bytes,
         );
+        const pointer: ToolSetPointer = {
+          name,
+          version,
+          object,
+          digest,
+          bytes: bytes.length,
+          tools: tools.length,
+          publishedAt: new Date().toISOString(),
+        };
+        try {
+          // Compare-and-set: two publishers of one name never overwrite each other's pointer.
+          if (entry) await kv.update(name, JSON.stringify(pointer), entry.revision);
+          else await kv.create(name, JSON.stringify(pointer));
+        } catch {
+          await objects.delete(object).catch(() => {});
+          continue;
+        }
+        await prune(name);
+        return pointer;
       }
-      const result = compileResult as {
-        tools: ToolDefinition[];
-        diagnostics: { severity: string; code: string; path: string }[];
-      };
-      const errors = result.diagnostics.filter((d) => d.severity === "error");
-      if (errors.length > 0) {
-        throw new ToolSetRejected(
-          `the compileResult has ${errors.length} error diagnostic(s)`,
-          errors.map((d) => `${d.path}: ${d.code}`),
-        );
-      }
-      const names = new Set<string>();
-      for (const t of result.tools) {
-        if (names.has(t.name)) throw new ToolSetRejected(`tool name ${t.name} appears twice`);
-        names.add(t.name);
-      }
-      const stored: StoredToolSet = { name, tools: result.tools };
-      return kv.put(name, JSON.stringify(stored));
+      throw new Error(`publishing ${name} kept racing with another publisher; try again`);
     },
+
     async getToolSet(name) {
       if (!TOOLSET_NAME_PATTERN.test(name)) return undefined;
       const entry = await kv.get(name);
       if (entry?.operation !== "PUT" || entry.length === 0) return undefined;
-      return (entry.json() as StoredToolSet).tools;
+      const value = entry.json() as unknown;
+      const pointer = pointerOf(value);
+      if (!pointer)
+        return isObject(value) && Array.isArray(value.tools)
+          ? (value as unknown as StoredToolSet).tools
+          : undefined;
+      const known = cache.get(name);
+      if (known?.digest === pointer.digest) return known.tools;
+      const bytes = await objects.getBlob(pointer.object);
+      if (!bytes)
+        throw new ToolSetCorrupt(
+          `tool set ${name} version ${pointer.version}: object ${pointer.object} is missing`,
+        );
+      const digest = sha256(bytes);
+      if (digest !== pointer.digest)
+        throw new ToolSetCorrupt(
+          `tool set ${name} version ${pointer.version}: digest ${digest} is not the published ${pointer.digest}`,
+        );
+      const tools = parseNdjson(bytes);
+      cache.set(name, { digest, tools });
+      return tools;
     },
+
     async list() {
       const out: string[] = [];
       for await (const k of await kv.keys()) out.push(k);
@@ -91,8 +219,9 @@ export function createToolSetStore({ kv }: { kv: KV }): ToolSetStore {
   };
 }
 
-/** Opens (creating when missing) the sy_toolsets bucket and returns a store over it. */
+/** Opens (creating when missing) the sy_toolsets bucket and its object store; returns a store. */
 export async function openToolSetStore(nc: NatsConnection): Promise<ToolSetStore> {
-  const kv = await new Kvm(nc).create(TOOLSET_BUCKET, { history: 5 });
-  return createToolSetStore({ kv });
+  const kv = await new Kvm(nc).create(TOOLSET_BUCKET, { history: TOOLSET_HISTORY });
+  const objects = await new Objm(nc).create(TOOLSET_OBJECTS);
+  return createToolSetStore({ kv, objects });
 }
