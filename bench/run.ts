@@ -691,18 +691,11 @@ async function main() {
   }
 
   if (wanted.has("compiler")) {
-    log("compiler: bench/compiler.ts --runs 3");
-    const child = spawnChild("compiler", [BUN, join(ROOT, "bench/compiler.ts"), "--runs", "3"]);
+    log("compiler: bench/compiler.ts (switchyard and openapi-mcp-generator, real descriptions)");
+    const child = spawnChild("compiler", [BUN, join(ROOT, "bench/compiler.ts")]);
     await child.proc.exited;
-    const out = child.output();
-    const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? Number.NaN);
-    scenarios.compiler = {
-      parseMs: num(/parsed in (\d+) ms/),
-      firstMs: num(/first run, cold JIT\): (\d+) ms/),
-      medianMs: num(/median of \d+, incl\. serialisation\): (\d+) ms/),
-      peakRssMb: num(/peak RSS[^:]*: (\d+) MB/),
-      tools: num(/tools: (\d+)/),
-    };
+    const line = /^COMPILER_RESULT (.*)$/m.exec(child.output())?.[1];
+    scenarios.compiler = { runs: line ? JSON.parse(line) : [] };
   }
 
   const resultsDir = join(ROOT, "bench/results");
@@ -882,13 +875,15 @@ function renderTable(): string {
     }
   }
   if (s.compiler) {
-    const c = s.compiler as { firstMs: number; medianMs: number; peakRssMb: number };
-    add(
-      "7 compiler (GitHub REST)",
-      `${fmt(c.firstMs)} ms first`,
-      `median ${fmt(c.medianMs)} ms; RSS ${fmt(c.peakRssMb)} MB`,
-      "",
-    );
+    type Run = import("./compiler.ts").Measured;
+    for (const r of (s.compiler as { runs: Run[] }).runs) {
+      add(
+        `7 compile ${r.input} (${r.tool})`,
+        r.finished ? `${fmt(r.seconds, 1)} s` : "did not finish",
+        `RSS ${fmt(r.peakRssMb)} MB; out ${fmt(r.outputBytes / 1e6, 1)} MB; ${r.tools} tools; largest ${fmt((r.largestTool?.bytes ?? 0) / 1e3, 1)} kB`,
+        r.note ?? "",
+      );
+    }
   }
   for (const [name, m] of Object.entries(results.memoryMb)) {
     add(
