@@ -43,6 +43,8 @@ export interface Measured {
   finished: boolean;
   exitCode: number | null;
   seconds: number;
+  /** User + system CPU seconds (GNU time); steadier than wall time on a shared machine. */
+  cpuSeconds?: number;
   peakRssMb: number;
   outputBytes: number;
   tools: number;
@@ -54,13 +56,14 @@ export interface Measured {
 async function measure(cmd: string[]): Promise<{
   code: number | null;
   seconds: number;
+  cpuSeconds?: number;
   peakRssMb: number;
   stderr: string;
   timedOut: boolean;
 }> {
   const timeFile = join(mkdtempSync(join(tmpdir(), "sy-bench-time-")), "time");
   const gnu = existsSync(GNU_TIME);
-  const full = gnu ? [GNU_TIME, "-f", "%M", "-o", timeFile, ...cmd] : cmd;
+  const full = gnu ? [GNU_TIME, "-f", "%M %U %S", "-o", timeFile, ...cmd] : cmd;
   const started = performance.now();
   const proc = Bun.spawn(full, { cwd: ROOT, stdout: "ignore", stderr: "pipe" });
   let hwmKb = 0;
@@ -81,11 +84,22 @@ async function measure(cmd: string[]): Promise<{
   clearTimeout(killer);
   if (poll) clearInterval(poll);
   const seconds = (performance.now() - started) / 1000;
+  let cpuSeconds: number | undefined;
   if (gnu) {
     const lines = existsSync(timeFile) ? readFileSync(timeFile, "utf8").trim().split("\n") : [];
-    hwmKb = Number(lines.at(-1)) || 0;
+    const [rss, user, sys] = (lines.at(-1) ?? "").split(" ").map(Number);
+    hwmKb = rss || 0;
+    if (user !== undefined && sys !== undefined) cpuSeconds = user + sys;
   }
-  return { code: timedOut ? null : code, seconds, peakRssMb: hwmKb / 1024, stderr, timedOut };
+  rmSync(join(timeFile, ".."), { recursive: true, force: true });
+  return {
+    code: timedOut ? null : code,
+    seconds,
+    peakRssMb: hwmKb / 1024,
+    stderr,
+    timedOut,
+    ...(cpuSeconds === undefined || Number.isNaN(cpuSeconds) ? {} : { cpuSeconds }),
+  };
 }
 
 function dirBytes(dir: string): number {
@@ -118,6 +132,7 @@ async function runSwitchyard(input: string, file: string): Promise<Measured> {
     finished: summary !== null && !r.timedOut,
     exitCode: r.code,
     seconds: r.seconds,
+    ...(r.cpuSeconds === undefined ? {} : { cpuSeconds: r.cpuSeconds }),
     peakRssMb: r.peakRssMb,
     outputBytes: existsSync(out) ? statSync(out).size : 0,
     tools: Number(summary?.[1] ?? 0),
@@ -126,7 +141,7 @@ async function runSwitchyard(input: string, file: string): Promise<Measured> {
   const errors = /(\d+) errors/.exec(r.stderr)?.[1];
   if (errors && errors !== "0")
     m.note = `${errors} error diagnostic(s) (tools left out over budget)`;
-  rmSync(out, { force: true });
+  rmSync(join(out, ".."), { recursive: true, force: true });
   return m;
 }
 
@@ -156,14 +171,18 @@ async function runGenerator(input: string, file: string): Promise<Measured> {
     finished: r.code === 0 && gen.count > 0,
     exitCode: r.code,
     seconds: r.seconds,
+    ...(r.cpuSeconds === undefined ? {} : { cpuSeconds: r.cpuSeconds }),
     peakRssMb: r.peakRssMb,
     outputBytes: dirBytes(out),
     tools: gen.count,
     ...(gen.largest ? { largestTool: gen.largest } : {}),
   };
   if (r.timedOut) m.note = `killed after ${timeoutSec} s`;
-  else if (r.code !== 0)
-    m.note = r.stderr.trim().split("\n").filter(Boolean).slice(-1)[0]?.slice(0, 160);
+  else if (r.code !== 0) {
+    const lines = r.stderr.trim().split("\n").filter(Boolean);
+    const cause = lines.find((l) => /error|heap|memory|invalid/i.test(l)) ?? lines.at(-1);
+    m.note = cause?.trim().slice(0, 160);
+  }
   rmSync(join(out, ".."), { recursive: true, force: true });
   return m;
 }
@@ -172,10 +191,11 @@ const mb = (n: number) => (n / 1e6).toFixed(1);
 
 function row(m: Measured): string {
   const largest = m.largestTool
-    ? `${mb(m.largestTool.bytes)} MB ${m.largestTool.name.slice(0, 40)}`
+    ? `${(m.largestTool.bytes / 1e3).toFixed(1)} kB ${m.largestTool.name.slice(0, 40)}`
     : "–";
   const status = m.finished ? "" : ` (did not finish: ${m.note ?? `exit ${m.exitCode}`})`;
-  return `| ${m.input} | ${m.tool} | ${m.seconds.toFixed(1)} s | ${m.peakRssMb.toFixed(0)} MB | ${mb(m.outputBytes)} MB | ${m.tools} | ${largest} |${status}${m.finished && m.note ? ` ${m.note}` : ""}`;
+  const cpu = m.cpuSeconds === undefined ? "" : ` (${m.cpuSeconds.toFixed(1)} s CPU)`;
+  return `| ${m.input} | ${m.tool} | ${m.seconds.toFixed(1)} s${cpu} | ${m.peakRssMb.toFixed(0)} MB | ${mb(m.outputBytes)} MB | ${m.tools} | ${largest} |${status}${m.finished && m.note ? ` ${m.note}` : ""}`;
 }
 
 if (import.meta.main) {

@@ -114,8 +114,7 @@ function openOutput(
       write: async (s) => {
         if (io.stdout(s) === false) await once(process.stdout, "drain");
       },
-      // The caller may exit right after: let what is queued for a slow pipe drain first.
-      close: () => new Promise<void>((resolve) => process.stdout.write("", () => resolve())),
+      close: async () => {},
     };
   }
   const stream: WriteStream = createWriteStream(out);
@@ -274,6 +273,19 @@ async function publishCommand(args: string[], io: ToolsIo): Promise<number> {
  * success, 1 when the result has errors (or validation/publishing fails), 2 on bad usage.
  */
 export async function runToolsCommand(argv: string[], io: ToolsIo): Promise<number> {
+  try {
+    return await runSubcommand(argv, io);
+  } finally {
+    // The caller exits right after: let what is queued for a slow pipe drain first.
+    await Promise.all(
+      [process.stdout, process.stderr].map(
+        (stream) => new Promise<void>((resolve) => stream.write("", () => resolve())),
+      ),
+    );
+  }
+}
+
+async function runSubcommand(argv: string[], io: ToolsIo): Promise<number> {
   const [sub, ...rest] = argv;
   try {
     switch (sub) {

@@ -59,6 +59,28 @@ export function parseInputArg(arg: string): InputSpec {
   return m && kind ? { file: m[2] as string, kind } : { file: arg };
 }
 
+/** Lists a live MCP server's tools as an input; undefined (reported) when that fails. */
+async function loadMcpServer(
+  spec: { mcp: McpServerSpec; label?: string },
+  sink: DiagnosticSink,
+): Promise<CompileInput | undefined> {
+  const label =
+    spec.label ??
+    (spec.mcp.transport === "http"
+      ? spec.mcp.url
+      : [spec.mcp.command, ...(spec.mcp.args ?? [])].join(" "));
+  try {
+    return { kind: "mcp", label, doc: (await fetchMcpTools(spec.mcp)) as unknown as Json };
+  } catch (err) {
+    sink.add(
+      "mcp.fetch_failed",
+      `${label}#`,
+      `listing tools failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
+    return undefined;
+  }
+}
+
 /**
  * Loads inputs from disk (and live MCP servers) into compiler inputs. Overlay files come last,
  * in the order given. Problems become diagnostics; nothing here throws.
@@ -76,24 +98,8 @@ export async function loadInputs(
   ];
   for (const spec of all) {
     if ("mcp" in spec) {
-      const label =
-        spec.label ??
-        (spec.mcp.transport === "http"
-          ? spec.mcp.url
-          : [spec.mcp.command, ...(spec.mcp.args ?? [])].join(" "));
-      try {
-        inputs.push({
-          kind: "mcp",
-          label,
-          doc: (await fetchMcpTools(spec.mcp)) as unknown as Json,
-        });
-      } catch (err) {
-        sink.add(
-          "mcp.fetch_failed",
-          `${label}#`,
-          `listing tools failed: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
+      const input = await loadMcpServer(spec, sink);
+      if (input) inputs.push(input);
       continue;
     }
     const label = spec.file;

@@ -104,6 +104,92 @@ function parseNdjson(bytes: Uint8Array): ToolDefinition[] {
     .map((l) => JSON.parse(l) as ToolDefinition);
 }
 
+interface StoreDeps {
+  kv: KV;
+  objects: ObjectStore;
+}
+
+const pointerOf = (value: unknown): ToolSetPointer | undefined =>
+  isObject(value) && typeof value.object === "string" && typeof value.digest === "string"
+    ? (value as unknown as ToolSetPointer)
+    : undefined;
+
+/** Deletes the set's objects that no pointer in the KV history names any more. */
+async function prune({ kv, objects }: StoreDeps, name: string): Promise<void> {
+  const keep = new Set<string>();
+  for await (const e of await kv.history({ key: name })) {
+    const p = e.operation === "PUT" && e.length > 0 ? pointerOf(e.json()) : undefined;
+    if (p) keep.add(p.object);
+  }
+  for (const info of await objects.list()) {
+    if (info.name.startsWith(`${name}/`) && !keep.has(info.name)) await objects.delete(info.name);
+  }
+}
+
+/** Stores the bytes as the next version and points the KV key at them (compare-and-set). */
+async function publishVersion(
+  deps: StoreDeps,
+  set: { name: string; bytes: Uint8Array; tools: number },
+): Promise<ToolSetPointer> {
+  const { kv, objects } = deps;
+  const digest = sha256(set.bytes);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const entry = await kv.get(set.name);
+    const previous =
+      entry?.operation === "PUT" && entry.length > 0 ? pointerOf(entry.json()) : undefined;
+    const version = (previous?.version ?? 0) + 1;
+    // A unique object name: a racing publisher's object is never overwritten or deleted.
+    const object = `${set.name}/v${version}-${randomBytes(4).toString("hex")}`;
+    await objects.putBlob(
+      { name: object, metadata: { digest, tools: String(set.tools) } },
+      set.bytes,
+    );
+    const pointer: ToolSetPointer = {
+      name: set.name,
+      version,
+      object,
+      digest,
+      bytes: set.bytes.length,
+      tools: set.tools,
+      publishedAt: new Date().toISOString(),
+    };
+    try {
+      if (entry) await kv.update(set.name, JSON.stringify(pointer), entry.revision);
+      else await kv.create(set.name, JSON.stringify(pointer));
+    } catch {
+      // Another publisher won this version: drop our object and try the next one.
+      await objects.delete(object).catch(() => {});
+      continue;
+    }
+    await prune(deps, set.name);
+    return pointer;
+  }
+  throw new Error(`publishing ${set.name} kept racing with another publisher; try again`);
+}
+
+/** Reads the bytes a pointer names and checks them against its digest. */
+async function readVerified(objects: ObjectStore, p: ToolSetPointer): Promise<ToolDefinition[]> {
+  const bytes = await objects.getBlob(p.object);
+  if (!bytes)
+    throw new ToolSetCorrupt(
+      `tool set ${p.name} version ${p.version}: object ${p.object} is missing`,
+    );
+  const digest = sha256(bytes);
+  if (digest !== p.digest)
+    throw new ToolSetCorrupt(
+      `tool set ${p.name} version ${p.version}: digest ${digest} is not the published ${p.digest}`,
+    );
+  return parseNdjson(bytes);
+}
+
+function checkName(name: string): void {
+  if (!TOOLSET_NAME_PATTERN.test(name)) {
+    throw new ToolSetRejected(
+      `tool-set name ${JSON.stringify(name)} must match ${TOOLSET_NAME_PATTERN.source}`,
+    );
+  }
+}
+
 /**
  * A tool-set store: the sets themselves in a JetStream Object Store (chunked, so no size limit
  * from max_payload), a small versioned pointer with their SHA-256 in the KV bucket. Publishing
@@ -112,81 +198,19 @@ function parseNdjson(bytes: Uint8Array): ToolDefinition[] {
  * reading verifies the digest, so it never hands out bytes other than those published. Read
  * sets are kept by digest, so a route reading the same set again costs one KV get.
  */
-export function createToolSetStore({
-  kv,
-  objects,
-}: {
-  kv: KV;
-  objects: ObjectStore;
-}): ToolSetStore {
+export function createToolSetStore(deps: StoreDeps): ToolSetStore {
   const cache = new Map<string, { digest: string; tools: ToolDefinition[] }>();
-  const checkName = (name: string) => {
-    if (!TOOLSET_NAME_PATTERN.test(name)) {
-      throw new ToolSetRejected(
-        `tool-set name ${JSON.stringify(name)} must match ${TOOLSET_NAME_PATTERN.source}`,
-      );
-    }
-  };
-  const pointerOf = (value: unknown): ToolSetPointer | undefined =>
-    isObject(value) && typeof value.object === "string" && typeof value.digest === "string"
-      ? (value as unknown as ToolSetPointer)
-      : undefined;
-
-  /** Deletes the set's objects that no pointer in the KV history names any more. */
-  const prune = async (name: string) => {
-    const keep = new Set<string>();
-    for await (const e of await kv.history({ key: name })) {
-      const p = e.operation === "PUT" && e.length > 0 ? pointerOf(e.json()) : undefined;
-      if (p) keep.add(p.object);
-    }
-    for (const info of await objects.list()) {
-      if (info.name.startsWith(`${name}/`) && !keep.has(info.name)) await objects.delete(info.name);
-    }
-  };
-
   return {
     async publish(name, compileResult) {
       checkName(name);
       const tools = publishable(compileResult);
       const bytes = new TextEncoder().encode(tools.map((t) => `${JSON.stringify(t)}\n`).join(""));
-      const digest = sha256(bytes);
-      for (let attempt = 0; attempt < 5; attempt++) {
-        const entry = await kv.get(name);
-        const previous =
-          entry?.operation === "PUT" && entry.length > 0 ? pointerOf(entry.json()) : undefined;
-        const version = (previous?.version ?? 0) + 1;
-        // A unique object name: a racing publisher's object is never overwritten or deleted.
-        const object = `${name}/v${version}-${randomBytes(4).toString("hex")}`;
-        await objects.putBlob(
-          { name: object, metadata: { digest, tools: String(tools.length) } },
-          bytes,
-        );
-        const pointer: ToolSetPointer = {
-          name,
-          version,
-          object,
-          digest,
-          bytes: bytes.length,
-          tools: tools.length,
-          publishedAt: new Date().toISOString(),
-        };
-        try {
-          // Compare-and-set: two publishers of one name never overwrite each other's pointer.
-          if (entry) await kv.update(name, JSON.stringify(pointer), entry.revision);
-          else await kv.create(name, JSON.stringify(pointer));
-        } catch {
-          await objects.delete(object).catch(() => {});
-          continue;
-        }
-        await prune(name);
-        return pointer;
-      }
-      throw new Error(`publishing ${name} kept racing with another publisher; try again`);
+      return publishVersion(deps, { name, bytes, tools: tools.length });
     },
 
     async getToolSet(name) {
       if (!TOOLSET_NAME_PATTERN.test(name)) return undefined;
-      const entry = await kv.get(name);
+      const entry = await deps.kv.get(name);
       if (entry?.operation !== "PUT" || entry.length === 0) return undefined;
       const value = entry.json() as unknown;
       const pointer = pointerOf(value);
@@ -196,24 +220,14 @@ export function createToolSetStore({
           : undefined;
       const known = cache.get(name);
       if (known?.digest === pointer.digest) return known.tools;
-      const bytes = await objects.getBlob(pointer.object);
-      if (!bytes)
-        throw new ToolSetCorrupt(
-          `tool set ${name} version ${pointer.version}: object ${pointer.object} is missing`,
-        );
-      const digest = sha256(bytes);
-      if (digest !== pointer.digest)
-        throw new ToolSetCorrupt(
-          `tool set ${name} version ${pointer.version}: digest ${digest} is not the published ${pointer.digest}`,
-        );
-      const tools = parseNdjson(bytes);
-      cache.set(name, { digest, tools });
+      const tools = await readVerified(deps.objects, pointer);
+      cache.set(name, { digest: pointer.digest, tools });
       return tools;
     },
 
     async list() {
       const out: string[] = [];
-      for await (const k of await kv.keys()) out.push(k);
+      for await (const k of await deps.kv.keys()) out.push(k);
       return out.sort();
     },
   };

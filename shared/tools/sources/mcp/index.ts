@@ -1,9 +1,9 @@
-import { docPath } from "../../diagnostics.ts";
+import { type DiagnosticSink, docPath } from "../../diagnostics.ts";
 import { checkInputSchema } from "../../json-schema.ts";
 import { sanitizeName } from "../../naming.ts";
 import { buildContext, pickDescription } from "../../record.ts";
 import { DEFAULT_TIMEOUT_MS } from "../../risk.ts";
-import { isObject, type Json } from "../../schema-merge.ts";
+import { isObject, type Json, type JsonObject } from "../../schema-merge.ts";
 import {
   type ParamLocation,
   type Risk,
@@ -79,86 +79,108 @@ function planMcpTools(doc: Json, label: string, ctx: SourceContext): PlannedTool
       sink.add("mcp.tool_invalid", where, "tool without a name; skipped");
       return;
     }
-    const original = raw.name;
-    let schema = raw.inputSchema;
-    if (schema === undefined) schema = {};
-    if (!isObject(schema) || (schema.type !== undefined && schema.type !== "object")) {
-      sink.add(
-        "mcp.tool_invalid",
-        `${where}/inputSchema`,
-        `tool ${original}: inputSchema is not an object schema; skipped`,
-      );
-      return;
-    }
-    if (schema.type !== "object" || !isObject(schema.properties)) {
-      sink.add(
-        "mcp.schema_fixed",
-        `${where}/inputSchema`,
-        `tool ${original}: added type "object" and properties`,
-      );
-      schema = {
-        ...schema,
-        type: "object",
-        properties: isObject(schema.properties) ? schema.properties : {},
-      };
-    }
-    const name = sanitizeName(original);
-    if (name !== original)
-      sink.add(
-        "name.sanitized",
-        `${where}/name`,
-        `MCP tool ${JSON.stringify(original)} became ${name}`,
-      );
-    const r = mcpRisk(raw.annotations);
-    if (!r.annotated) {
-      sink.add(
-        "mcp.unannotated",
-        where,
-        `tool ${original} has no readOnlyHint/destructiveHint; treated as destructive (risk high, confirmation required)`,
-        "Ask the server to annotate the tool, or override it in a manual definition.",
-      );
-    }
-    const annotations = isObject(raw.annotations) ? raw.annotations : {};
-    const properties = isObject(schema.properties) ? schema.properties : {};
-    const paramIn: Record<string, ParamLocation> = {};
-    for (const k of Object.keys(properties)) paramIn[k] = "body";
-    const description = pickDescription(
-      [raw.description, annotations.title, raw.title],
-      `MCP tool ${original}`,
-      where,
+    const schema = objectSchema(raw, where, sink);
+    if (!schema) return;
+    const tool = mcpRecord({ raw, schema, where, sink });
+    tool.inputSchema = checkInputSchema(schema, {
+      label,
+      pointer: [...ptr, "inputSchema"],
       sink,
+    }) as ToolDefinition["inputSchema"];
+    out.push(
+      plannedRecord(seq, { name: tool.name, key: `mcp|${raw.name}`, path: where, seq }, tool),
     );
-    const tool: ToolDefinition = {
-      schemaVersion: TOOL_SCHEMA_VERSION,
-      name,
-      source: "mcp",
-      method: MCP_METHOD,
-      path: mcpToolPath(original),
-      description,
-      scope: "mcp",
-      risk: r.risk,
-      confirmRequired: r.risk === "high",
-      rateLimitPerMin: 0,
-      requiresSubject: false,
-      sensitive: false,
-      readonly: r.readonly,
-      idempotent: r.idempotent,
-      timeoutMs: DEFAULT_TIMEOUT_MS,
-      confirmPrompt: r.risk === "high" ? `Confirm MCP tool ${original}`.slice(0, 200) : "",
-      context: buildContext([], where, sink),
-      extensions: {
-        "x-service-mcp": { tool: original, openWorld: annotations.openWorldHint !== false },
-      },
-      inputSchema: checkInputSchema(schema, {
-        label,
-        pointer: [...ptr, "inputSchema"],
-        sink,
-      }) as ToolDefinition["inputSchema"],
-      paramIn,
-    };
-    out.push(plannedRecord(seq, { name, key: `mcp|${original}`, path: where, seq }, tool));
   });
   return out;
+}
+
+/** The tool's inputSchema as an object schema (type and properties added), or undefined (reported). */
+function objectSchema(
+  raw: JsonObject,
+  where: string,
+  sink: DiagnosticSink,
+): JsonObject | undefined {
+  const original = raw.name as string;
+  const schema = raw.inputSchema ?? {};
+  if (!isObject(schema) || (schema.type !== undefined && schema.type !== "object")) {
+    sink.add(
+      "mcp.tool_invalid",
+      `${where}/inputSchema`,
+      `tool ${original}: inputSchema is not an object schema; skipped`,
+    );
+    return undefined;
+  }
+  if (schema.type === "object" && isObject(schema.properties)) return schema;
+  sink.add(
+    "mcp.schema_fixed",
+    `${where}/inputSchema`,
+    `tool ${original}: added type "object" and properties`,
+  );
+  return {
+    ...schema,
+    type: "object",
+    properties: isObject(schema.properties) ? schema.properties : {},
+  };
+}
+
+/** The record of one MCP tool: method POST, path /mcp/tools/<name>, risk from its annotations. */
+function mcpRecord(t: {
+  raw: JsonObject;
+  schema: JsonObject;
+  where: string;
+  sink: DiagnosticSink;
+}): ToolDefinition {
+  const { raw, schema, where, sink } = t;
+  const original = raw.name as string;
+  const name = sanitizeName(original);
+  if (name !== original)
+    sink.add(
+      "name.sanitized",
+      `${where}/name`,
+      `MCP tool ${JSON.stringify(original)} became ${name}`,
+    );
+  const r = mcpRisk(raw.annotations);
+  if (!r.annotated) {
+    sink.add(
+      "mcp.unannotated",
+      where,
+      `tool ${original} has no readOnlyHint/destructiveHint; treated as destructive (risk high, confirmation required)`,
+      "Ask the server to annotate the tool, or override it in a manual definition.",
+    );
+  }
+  const annotations = isObject(raw.annotations) ? raw.annotations : {};
+  const paramIn: Record<string, ParamLocation> = {};
+  for (const k of Object.keys(schema.properties as JsonObject)) paramIn[k] = "body";
+  const description = pickDescription(
+    [raw.description, annotations.title, raw.title],
+    `MCP tool ${original}`,
+    where,
+    sink,
+  );
+  return {
+    schemaVersion: TOOL_SCHEMA_VERSION,
+    name,
+    source: "mcp",
+    method: MCP_METHOD,
+    path: mcpToolPath(original),
+    description,
+    scope: "mcp",
+    risk: r.risk,
+    confirmRequired: r.risk === "high",
+    rateLimitPerMin: 0,
+    requiresSubject: false,
+    sensitive: false,
+    readonly: r.readonly,
+    idempotent: r.idempotent,
+    timeoutMs: DEFAULT_TIMEOUT_MS,
+    confirmPrompt: r.risk === "high" ? `Confirm MCP tool ${original}`.slice(0, 200) : "",
+    context: buildContext([], where, sink),
+    extensions: {
+      "x-service-mcp": { tool: original, openWorld: annotations.openWorldHint !== false },
+    },
+    inputSchema: schema as ToolDefinition["inputSchema"],
+    paramIn,
+  };
 }
 
 /** MCP tools/list results, from a file or a live server (see live.ts). */
