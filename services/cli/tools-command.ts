@@ -175,7 +175,11 @@ async function compileCommand(args: string[], io: ToolsIo): Promise<number> {
   });
   await output.close();
   const all = sink.ordered();
-  for (const d of all) if (d.severity !== "info" || a.out) io.stderr(formatDiagnostic(d));
+  for (const d of all)
+    if (d.severity !== "info" || a.out) {
+      // Tens of thousands of lines: wait for the pipe rather than queue them all in memory.
+      if (io.stderr(formatDiagnostic(d)) === false) await once(process.stderr, "drain");
+    }
   const errors = all.filter((d) => d.severity === "error").length;
   const top = summary.largest[0];
   io.stderr(
