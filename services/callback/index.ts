@@ -1,13 +1,11 @@
-export { buildCallbackBody, MAX_CALLBACK_BODY_BYTES, webhookIdFor } from "./payload.ts";
+export { destinationOf } from "./lanes.ts";
 export {
-  type AttemptOutcome,
-  afterAttempt,
-  type DeliveryTrigger,
-  jittered,
-  nextStep,
-  type RetryPolicy,
-  type Step,
-} from "./plan.ts";
+  buildCallbackBody,
+  type CompletedJob,
+  completedJobOf,
+  MAX_CALLBACK_BODY_BYTES,
+  webhookIdFor,
+} from "./payload.ts";
 export {
   type RedeliveryDeps,
   type RedeliveryOptions,
@@ -19,12 +17,10 @@ export {
   type CallbackService,
   type CallbackServiceDeps,
   createCallbackService,
-  REDELIVERY_DURABLE,
 } from "./service.ts";
 export {
   ackWaitMs,
   type CallbackSettings,
   callbackSettings,
-  maxDeliveries,
   scheduleFor,
 } from "./settings.ts";

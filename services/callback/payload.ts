@@ -1,4 +1,4 @@
-import type { JobView } from "../../shared/domain/index.ts";
+import type { FinalEvent, JobErrorInfo, JobStatus, RunSummary } from "../../shared/domain/index.ts";
 import type { FinalJobStatus, JobCompletedEvent } from "../../shared/webhooks/index.ts";
 
 /** Largest callback body sent; receivers commonly cap webhook bodies near 20 kB. */
@@ -32,15 +32,56 @@ function cutToFit(event: JobCompletedEvent, output: string, limit: number): stri
   return best;
 }
 
+/** What a completion callback says about a job: a final view, or a final event with its run summary. */
+export interface CompletedJob {
+  readonly job_id: string;
+  readonly client_id: string;
+  readonly request_id: string;
+  readonly route: string;
+  readonly status: JobStatus;
+  readonly output?: unknown;
+  readonly error?: JobErrorInfo;
+  readonly created_at: string;
+  readonly completed_at?: string;
+  readonly updated_at?: string;
+}
+
+/** The completed job a final event describes, with the run summary it (or `.run`) carries. */
+export function completedJobOf(event: FinalEvent, run: RunSummary): CompletedJob {
+  const base = {
+    job_id: event.job_id,
+    client_id: event.client_id,
+    request_id: run.request_id,
+    route: run.route,
+    created_at: run.created_at,
+    completed_at: event.occurred_at,
+  };
+  switch (event.type) {
+    case "job.done":
+      return { ...base, status: "done", output: event.data.output };
+    case "job.error":
+    case "job.rejected":
+      return {
+        ...base,
+        status: event.type === "job.error" ? "error" : "rejected",
+        error: { code: event.data.code, message: event.data.message },
+      };
+    default: {
+      const unreachable: never = event;
+      return unreachable;
+    }
+  }
+}
+
 /**
  * The exact JSON body of a job's completion callback. `timestamp` is the completion time, so the
  * body is byte-identical on every retry. An output that does not fit in `limit` bytes is cut (a
  * string) or left out (anything else) and `truncated: true` is set; the caller reads the full
  * record with GET /jobs/{job_id}.
  */
-export function buildCallbackBody(view: JobView, limit = MAX_CALLBACK_BODY_BYTES): string {
+export function buildCallbackBody(view: CompletedJob, limit = MAX_CALLBACK_BODY_BYTES): string {
   const status = view.status as FinalJobStatus;
-  const completedAt = view.completed_at ?? view.updated_at;
+  const completedAt = view.completed_at ?? view.updated_at ?? view.created_at;
   const event: JobCompletedEvent = {
     type: "job.completed",
     timestamp: completedAt,

@@ -4,6 +4,7 @@ import type { Clock } from "../../shared/clock/index.ts";
 import { evolve, isFinal, type JobEvent } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import { publishCallbackWakeup } from "../../shared/schedule/index.ts";
 
 export interface RedeliveryDeps {
   readonly js: JetStreamClient;
@@ -43,9 +44,11 @@ async function findClient(jsm: JetStreamManager, jobId: string): Promise<string 
 
 /**
  * Asks the callback service to send a job's callback again: appends callback.redelivery_requested
- * to the job's `.cb` subject, expecting the settled (delivered or failed) event to be the last one.
- * The callback service's `callback-redelivery` consumer then delivers it as a new delivery with its
- * own retry schedule and the same webhook-id. A pending callback is refused: it is still retrying.
+ * to the job's `.cb` subject, expecting the settled (delivered or failed) event to be the last one,
+ * then puts a wake-up for it in the SWITCHYARD_CALLBACKS queue. The callback service delivers it
+ * as a new delivery with its own retry schedule and the same webhook-id. A pending callback is
+ * refused: it is still retrying. Asking again while a request is not yet served re-queues it
+ * (the request is not appended twice), so a command that failed half-way can simply be repeated.
  */
 export async function requestRedelivery(
   deps: RedeliveryDeps,
@@ -67,8 +70,21 @@ export async function requestRedelivery(
   ]);
   let state = evolve(null, run.event);
   if (job) state = evolve(state, job.event);
-  if (!state || !isFinal(state.status)) {
+  if (!job || !state || !isFinal(state.status)) {
     return refused("not_final", `job ${jobId} is ${state?.status ?? "unknown"}; no callback yet`);
+  }
+  const queue = (seq: number, baseAttempts: number) =>
+    publishCallbackWakeup(deps.js, {
+      client_id: clientId,
+      job_id: jobId,
+      final_seq: job.seq,
+      due_at: deps.clock.now().toISOString(),
+      trigger: { kind: "redelivery", seq, baseAttempts },
+      deferrals: 0,
+    });
+  if (cb?.event.type === "callback.redelivery_requested") {
+    await queue(cb.seq, cb.event.data.attempts);
+    return { kind: "requested", clientId, seq: cb.seq };
   }
   if (cb) state = evolve(state, cb.event);
   const callback = state?.callback;
@@ -96,5 +112,6 @@ export async function requestRedelivery(
   if (result.kind === "conflict") {
     return refused("in_progress", `the callback of job ${jobId} changed meanwhile; try again`);
   }
+  await queue(result.seq, callback.attempts);
   return { kind: "requested", clientId, seq: result.seq };
 }

@@ -18,11 +18,14 @@ import {
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
 import {
-  type EventData,
-  evolve,
-  isFinal,
+  type CallbackStep,
+  type DeliveryTrigger,
+  decideCallbackStep,
+  type FinalEvent,
+  isFinalEvent,
+  isFinalEventType,
   type JobEvent,
-  type JobView,
+  type RunSummary,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -30,29 +33,28 @@ import type { HubMetrics } from "../../shared/metrics/index.ts";
 import {
   type ConnectionPool,
   createConnectionPool,
-  deliverWebhook,
   type Resolver,
 } from "../../shared/net/index.ts";
-import { traceIdOf } from "../../shared/trace/index.ts";
-import { webhookHeaders } from "../../shared/webhooks/index.ts";
-import { TaskSet } from "../../shared/worker/index.ts";
-import { buildCallbackBody, webhookIdFor } from "./payload.ts";
-import { afterAttempt, type DeliveryTrigger, nextStep } from "./plan.ts";
-import { ackWaitMs, type CallbackSettings, maxDeliveries, scheduleFor } from "./settings.ts";
+import {
+  CALLBACK_QUEUE_CONSUMER,
+  CALLBACK_QUEUE_STREAM,
+  CALLBACK_QUEUE_SUBJECT_ROOT,
+  type CallbackWakeup,
+  decodeCallbackWakeup,
+  ensureScheduleStreams,
+  publishCallbackWakeup,
+} from "../../shared/schedule/index.ts";
+import { createAttemptRunner, type Delivery, type DeliveryEnd } from "./delivery.ts";
+import { createLanes, destinationOf } from "./lanes.ts";
+import { completedJobOf } from "./payload.ts";
 
-/** Durable of the redelivery requests (filter sy.evt.*.*.cb); the main one is TOPOLOGY's "callback". */
-export const REDELIVERY_DURABLE = "callback-redelivery";
+import { ackWaitMs, type CallbackSettings } from "./settings.ts";
 
-const FINAL_TYPES: ReadonlySet<string> = new Set(["job.done", "job.error", "job.rejected"]);
-const REDELIVERY_TYPE = "callback.redelivery_requested";
-
-/**
- * Messages delivered and waiting for their next attempt count against max_ack_pending, so it
- * bounds how many callbacks can be in retry at once; above it new callbacks wait.
- */
-const MAX_ACK_PENDING = 50_000;
-/** Re-decide soon after a lost optimistic-concurrency race or a NATS error. */
-const REDECIDE_DELAY_MS = 1_000;
+/** A queue entry woken this close to its due time is taken rather than parked again. */
+const SLACK_MS = 50;
+/** First wait of a delivery its lane could not hold; doubles per deferral up to the cap. */
+const DEFER_BASE_MS = 2_000;
+const DEFER_MAX_MS = 5 * 60_000;
 
 export interface CallbackServiceDeps {
   readonly js: JetStreamClient;
@@ -63,6 +65,7 @@ export interface CallbackServiceDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly ids: IdGenerator;
+  readonly replicas?: number;
   /** DNS for delivery-time checks; tests inject names that resolve to 127.0.0.1. */
   readonly resolver?: Resolver;
   /** Uniform [0, 1) for jitter. */
@@ -78,266 +81,277 @@ export interface CallbackService {
   stop(): Promise<void>;
 }
 
-type CbType = "callback.attempted" | "callback.delivered" | "callback.failed";
-
 /**
- * Delivers signed completion callbacks. Two durable pull consumers drive deliveries: `callback`
- * (final job events on `.job`) and `callback-redelivery` (operator requests on `.cb`). Every
- * attempt and outcome is appended to the job's `.cb` subject with the expected last subject
- * sequence, and the next step is decided from that log, so the retry schedule survives restarts:
- * a retry is a nak with the scheduled delay, never an in-memory timer.
+ * Delivers signed completion callbacks (docs/callbacks.md). The durable `callback` takes final
+ * job events from `.job`; a first delivery needs no read at all: the final event carries the run
+ * summary (callback_url, request_id, route) and nothing is on `.cb` yet, and a delivery that
+ * succeeds is recorded as one `callback.delivered`. Attempts run in per-destination lanes under a
+ * global cap. Everything that must wait — a retry, a delivery its lane cannot hold, an operator's
+ * redelivery — waits in the SWITCHYARD_CALLBACKS work queue, never in the `callback` consumer,
+ * so a dead receiver cannot fill that consumer and stall everyone's first deliveries.
  */
 export function createCallbackService(deps: CallbackServiceDeps): CallbackService {
   const { logger, settings } = deps;
-  const random = deps.random ?? Math.random;
-  const maxDeliver = maxDeliveries(settings);
   const streams: ConsumerMessages[] = [];
-  const running = new TaskSet();
+  const loops: Promise<void>[] = [];
   const nowMs = () => deps.clock.now().getTime();
   const connections = deps.connections ?? createConnectionPool();
+  const attempt = createAttemptRunner({
+    ...deps,
+    random: deps.random ?? Math.random,
+    connections,
+  });
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
 
-  const cbEvent = <T extends CbType>(view: JobView, type: T, data: EventData<T>): JobEvent =>
-    ({
-      id: deps.ids.next("evt"),
-      type,
-      schema_version: 1,
-      job_id: view.job_id,
-      client_id: view.client_id,
-      occurred_at: deps.clock.now().toISOString(),
-      data,
-    }) as JobEvent;
-
-  const count = (outcome: "delivered" | "retry" | "failed" | "gone") =>
-    deps.metrics?.callbackAttempts.inc({ outcome });
-
-  /** Appends an outcome; false when another writer appended first (the caller re-decides). */
-  const append = async (
-    event: JobEvent,
-    expected: number,
-    traceparent?: string,
-  ): Promise<number | undefined> => {
-    const result = await appendEvent(deps.js, event, {
-      expectedLastSubjectSeq: expected,
-      ...(traceparent ? { traceparent } : {}),
-    });
-    return result.kind === "conflict" ? undefined : result.seq;
+  const enqueue = async (d: Delivery, dueAt: number, deferrals: number) => {
+    const entry: CallbackWakeup = {
+      client_id: d.job.client_id,
+      job_id: d.job.job_id,
+      final_seq: d.finalSeq,
+      due_at: new Date(dueAt).toISOString(),
+      trigger: d.trigger,
+      deferrals,
+    };
+    await publishCallbackWakeup(deps.js, entry);
   };
 
-  const deliver = async (
-    msg: JsMsg,
-    trigger: DeliveryTrigger,
-    view: JobView,
-    url: string,
-  ): Promise<void> => {
-    // The run's trace context, carried by the event that triggered this delivery.
-    const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
-    // Made on first use: a pino child (with redaction) per callback showed up in profiles, and
-    // at the default level a delivered callback logs nothing.
-    let child: Logger | undefined;
-    const log = () =>
-      (child ??= logger.child({
-        job_id: view.job_id,
-        client_id: view.client_id,
-        ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
-      }));
-    const last = await readLastEvent(deps.jsm, view.client_id, view.job_id, "cb");
-    const lastSeq = last?.seq ?? 0;
-    const canRedeliver = msg.info.deliveryCount < maxDeliver;
-    const step = nextStep(trigger, last, nowMs());
-    const fail = async (attempts: number, reason: "exhausted" | "gone" | "refused") => {
-      const seq = await append(
-        cbEvent(view, "callback.failed", { attempts, reason }),
-        lastSeq,
-        traceparent,
-      );
-      if (seq === undefined) return msg.nak(REDECIDE_DELAY_MS);
-      log().warn({ attempts, reason }, "callback failed");
-      msg.ack();
-    };
+  const settle = async (d: Delivery, end: DeliveryEnd) => {
+    if (end.kind === "retry") await enqueue(d, end.dueAt, 0);
+    d.msg.ack();
+  };
 
-    if (step.kind === "settled") return msg.ack();
-    if (step.kind === "finish") {
-      if (step.outcome === "failed") return fail(step.attempts, step.reason ?? "exhausted");
-      const seq = await append(
-        cbEvent(view, "callback.delivered", { attempts: step.attempts }),
-        lastSeq,
-        traceparent,
-      );
-      return seq === undefined ? msg.nak(REDECIDE_DELAY_MS) : msg.ack();
-    }
-    if (step.kind === "wait") {
-      // JetStream will not wake this message again: record the end instead of leaving it pending.
-      if (!canRedeliver) return fail(attemptsOf(last), "exhausted");
-      return msg.nak(step.delayMs);
-    }
-
-    const secrets = deps.client(view.client_id)?.callback_secrets ?? [];
-    if (secrets.length === 0) {
-      // Submit refuses callback_url without a secret; the secrets were removed since. Never send unsigned.
-      log().warn("client has no callback secret any more; callback not sent");
-      return fail(step.attempt - 1, "refused");
-    }
-    const body = buildCallbackBody(view);
-    const headers: Record<string, string> = {
-      ...webhookHeaders({
-        id: webhookIdFor(view.job_id),
-        timestamp: Math.floor(nowMs() / 1000),
-        body,
-        secrets,
-      }),
-      ...(traceparent ? { traceparent } : {}),
-    };
-    // Keep the message ours while the receiver is slow (ack_wait already exceeds the budget).
-    const keepAlive = setInterval(() => msg.working(), Math.max(1_000, ackWaitMs(settings) / 3));
-    const result = await deliverWebhook({
-      url,
-      body,
-      headers,
-      timeoutMs: settings.timeoutMs,
-      ...settings.policy,
-      ...(deps.resolver ? { resolver: deps.resolver } : {}),
-      clock: nowMs,
-      connections,
-    }).finally(() => clearInterval(keepAlive));
-
-    const base = trigger.kind === "redelivery" ? trigger.baseAttempts : 0;
-    const outcome = afterAttempt(result, step.attempt - base - 1, {
-      scheduleMs: scheduleFor(settings, view.client_id),
-      jitter: settings.jitter,
-      maxRetryAfterMs: settings.maxRetryAfterMs,
-      random,
-      canRedeliver,
-    });
-    const nextAt =
-      outcome.kind === "retry" ? new Date(nowMs() + outcome.delayMs).toISOString() : undefined;
-    const attempted = cbEvent(view, "callback.attempted", {
-      attempt: step.attempt,
-      duration_ms: result.durationMs,
-      ...(result.status === undefined ? {} : { status_code: result.status }),
-      ...(result.errorClass === undefined ? {} : { error_class: result.errorClass }),
-      ...(nextAt === undefined ? {} : { next_attempt_at: nextAt }),
-      ...(trigger.kind === "redelivery" ? { redelivery_seq: trigger.seq } : {}),
-    });
-    const attemptedSeq = await append(attempted, lastSeq, traceparent);
-    if (logger.isLevelEnabled("info")) {
-      log().info(
-        {
-          attempt: step.attempt,
-          status: result.status,
-          duration_ms: result.durationMs,
-          error_class: result.errorClass,
-          rule: result.rule,
-          next_attempt_at: nextAt,
-          recorded: attemptedSeq !== undefined,
-        },
-        "callback attempt",
-      );
-    }
-    count(
-      outcome.kind === "failed" && outcome.reason === "gone"
-        ? "gone"
-        : outcome.kind === "failed"
-          ? "failed"
-          : outcome.kind,
+  /**
+   * A delivery its lane cannot hold waits in the queue: about as long as the lane needs to work
+   * off what it holds, and longer each time, so a dead receiver's backlog is not shuffled back
+   * and forth.
+   */
+  const defer = (d: Delivery) => {
+    const backoff = DEFER_BASE_MS * 2 ** d.deferrals;
+    const waitMs = Math.min(Math.max(backoff, lanes.estimatedWaitMs(d.destination)), DEFER_MAX_MS);
+    enqueue(d, nowMs() + waitMs, d.deferrals + 1).then(
+      () => d.msg.ack(),
+      (err: unknown) => {
+        logger.warn({ err: (err as Error).message }, "could not defer a callback; will retry");
+        d.msg.nak(1_000);
+      },
     );
-    // Another delivery of this message recorded first; the receiver dedupes on webhook-id.
-    if (attemptedSeq === undefined) return msg.nak(REDECIDE_DELAY_MS);
-    if (outcome.kind === "retry") return msg.nak(outcome.delayMs);
-    const final =
-      outcome.kind === "delivered"
-        ? cbEvent(view, "callback.delivered", { attempts: step.attempt })
-        : cbEvent(view, "callback.failed", { attempts: step.attempt, reason: outcome.reason });
-    const finalSeq = await append(final, attemptedSeq, traceparent);
-    if (finalSeq === undefined) return msg.nak(REDECIDE_DELAY_MS);
-    if (outcome.kind === "failed") log().warn({ reason: outcome.reason }, "callback failed");
-    msg.ack();
   };
 
-  /** The run request behind a job, when it asked for a callback. */
-  const runWithCallback = async (clientId: string, jobId: string) => {
-    const run = await readLastEvent(deps.jsm, clientId, jobId, "run");
-    if (run?.event.type !== "run.requested" || run.event.data.callback_url === undefined) {
+  const lanes = createLanes<Delivery>({
+    concurrency: settings.concurrency,
+    perDestination: settings.perDestinationConcurrency,
+    maxWaitingPerDestination: settings.maxWaitingPerDestination,
+    maxWaiting: settings.maxWaitingPerDestination * 8,
+    run: async (d: Delivery) => {
+      try {
+        await settle(d, await attempt(d));
+      } catch (err) {
+        logger.error({ err: (err as Error).message }, "callback attempt failed; will retry");
+        d.msg.nak(1_000);
+      }
+    },
+    overflow: defer,
+  });
+
+  /** The run summary of a final event: carried by it, or (0.1 events, reports) read from `.run`. */
+  const summaryOf = async (event: FinalEvent): Promise<RunSummary | undefined> => {
+    if (event.data.run !== undefined) return event.data.run;
+    const run = await readLastEvent(deps.jsm, event.client_id, event.job_id, "run");
+    if (run?.event.type !== "run.requested") return undefined;
+    const { data } = run.event;
+    return {
+      request_id: data.request_id,
+      route: data.route,
+      created_at: run.event.occurred_at,
+      ...(data.callback_url === undefined ? {} : { callback_url: data.callback_url }),
+    };
+  };
+
+  /** Carries out a step decided from the `.cb` log; the delivery to run, if it is an attempt. */
+  const applyStep = async (
+    step: CallbackStep,
+    d: Omit<Delivery, "attempt">,
+  ): Promise<Delivery | undefined> => {
+    switch (step.kind) {
+      case "attempt":
+        return { ...d, attempt: step.attempt };
+      case "wait":
+        await enqueue({ ...d, attempt: step.attempt }, nowMs() + step.delayMs, 0);
+        d.msg.ack();
+        return undefined;
+      case "finish": {
+        // 0.1 recorded an attempt and its outcome separately; a crash between them ends here.
+        const event = {
+          id: deps.ids.next("evt"),
+          type: step.outcome === "delivered" ? "callback.delivered" : "callback.failed",
+          schema_version: 1,
+          job_id: d.job.job_id,
+          client_id: d.job.client_id,
+          occurred_at: deps.clock.now().toISOString(),
+          data:
+            step.outcome === "delivered"
+              ? { attempts: step.attempts }
+              : { attempts: step.attempts, reason: step.reason ?? "exhausted" },
+        } as JobEvent;
+        const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: d.cbSeq });
+        if (result.kind === "conflict") d.msg.nak(1_000);
+        else d.msg.ack();
+        return undefined;
+      }
+      case "settled":
+        d.msg.ack();
+        return undefined;
+      default: {
+        const unreachable: never = step;
+        return unreachable;
+      }
+    }
+  };
+
+  /** Builds the delivery of a final event, reading `.cb` only when `fromLog` (not a first try). */
+  const prepare = async (input: {
+    readonly msg: JsMsg;
+    readonly event: FinalEvent;
+    readonly finalSeq: number;
+    readonly trigger: DeliveryTrigger;
+    readonly deferrals: number;
+    readonly fromLog: boolean;
+  }): Promise<Delivery | undefined> => {
+    const { msg, event } = input;
+    const run = await summaryOf(event);
+    if (run?.callback_url === undefined) {
+      msg.ack();
       return undefined;
     }
-    return { run: run.event, url: run.event.data.callback_url };
+    const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
+    const base = {
+      job: completedJobOf(event, run),
+      url: run.callback_url,
+      destination: destinationOf(run.callback_url),
+      trigger: input.trigger,
+      finalSeq: input.finalSeq,
+      msg,
+      deferrals: input.deferrals,
+      ...(traceparent ? { traceparent } : {}),
+    };
+    if (!input.fromLog) return { ...base, attempt: 1, cbSeq: 0 };
+    const last = await readLastEvent(deps.jsm, event.client_id, event.job_id, "cb");
+    const step = decideCallbackStep(input.trigger, last, nowMs());
+    return applyStep(step, { ...base, cbSeq: last?.seq ?? 0 });
   };
 
-  const onFinalStatus = async (msg: JsMsg): Promise<void> => {
+  const onFinalEvent = async (msg: JsMsg): Promise<void> => {
     // Most `.job` events are not final: skip them on the header, without parsing the body.
-    if (!FINAL_TYPES.has(msg.headers?.get(EVENT_TYPE_HEADER) ?? "")) return msg.ack();
+    if (!isFinalEventType(msg.headers?.get(EVENT_TYPE_HEADER) ?? "")) return msg.ack();
     const event = decodeEvent(msg.data);
-    const found = await runWithCallback(event.client_id, event.job_id);
-    if (!found) return msg.ack();
-    const view = evolve(evolve(null, found.run), event);
-    if (!view || !isFinal(view.status)) return msg.ack();
-    await deliver(msg, { kind: "original" }, view, found.url);
+    if (!isFinalEvent(event)) return msg.ack();
+    const delivery = await prepare({
+      msg,
+      event,
+      finalSeq: msg.seq,
+      trigger: { kind: "original" },
+      deferrals: 0,
+      // A redelivered final event may have attempts recorded already.
+      fromLog: msg.info.redelivered,
+    });
+    if (delivery) lanes.submit(delivery);
   };
 
-  const onRedeliveryRequest = async (msg: JsMsg): Promise<void> => {
-    if (msg.headers?.get(EVENT_TYPE_HEADER) !== REDELIVERY_TYPE) return msg.ack();
-    const event = decodeEvent(msg.data);
-    if (event.type !== REDELIVERY_TYPE) return msg.ack();
-    const found = await runWithCallback(event.client_id, event.job_id);
-    const job = await readLastEvent(deps.jsm, event.client_id, event.job_id, "job");
-    if (!found || !job) return msg.ack();
-    const view = evolve(evolve(null, found.run), job.event);
-    if (!view || !isFinal(view.status)) return msg.ack();
-    const trigger = {
-      kind: "redelivery",
-      seq: msg.seq,
-      baseAttempts: event.data.attempts,
-    } as const;
-    await deliver(msg, trigger, view, found.url);
+  const onQueueEntry = async (msg: JsMsg): Promise<void> => {
+    const entry = decodeCallbackWakeup(msg.data);
+    if (entry === undefined) {
+      logger.error({ seq: msg.seq }, "invalid callback queue entry terminated");
+      return msg.term("invalid callback queue entry");
+    }
+    const wait = Date.parse(entry.due_at) - nowMs();
+    if (wait > SLACK_MS) return msg.nak(wait);
+    const stored = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, {
+      seq: entry.final_seq,
+    });
+    const event = stored === null ? undefined : decodeEvent(stored.data);
+    if (event === undefined || !isFinalEvent(event) || event.job_id !== entry.job_id) {
+      logger.error({ job_id: entry.job_id }, "callback queue entry without its final event");
+      return msg.term("final event not found");
+    }
+    const delivery = await prepare({
+      msg,
+      event,
+      finalSeq: entry.final_seq,
+      trigger: entry.trigger,
+      deferrals: entry.deferrals,
+      fromLog: true,
+    });
+    if (delivery) lanes.submit(delivery);
   };
 
-  const pump = (messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<void>) => {
-    void (async () => {
+  /** Messages 0.1 parked in the callback consumer (retries waiting for their time). */
+  const parkedHere = async () => {
+    try {
+      const info = await deps.jsm.consumers.info(
+        TOPOLOGY.eventsStream,
+        TOPOLOGY.consumers.callback,
+      );
+      return info.num_ack_pending;
+    } catch {
+      return 0;
+    }
+  };
+
+  const pump = (messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<void>) =>
+    (async () => {
       for await (const msg of messages) {
-        while (running.size >= settings.concurrency) await running.freed();
-        running.add(
-          handle(msg).catch((err: unknown) => {
-            if (err instanceof PoisonMessageError) {
-              logger.error({ seq: msg.seq, reason: err.message }, "poison event terminated");
-              msg.term(err.message);
-              return;
-            }
-            logger.error(
-              { seq: msg.seq, err: (err as Error).message },
-              "callback step failed; will retry",
-            );
-            msg.nak(REDECIDE_DELAY_MS);
-          }),
-        );
+        handle(msg).catch((err: unknown) => {
+          if (err instanceof PoisonMessageError) {
+            logger.error({ seq: msg.seq, reason: err.message }, "poison event terminated");
+            msg.term(err.message);
+            return;
+          }
+          logger.error(
+            { seq: msg.seq, err: (err as Error).message },
+            "callback step failed; will retry",
+          );
+          msg.nak(1_000);
+        });
       }
     })();
+
+  const consume = async (stream: string, name: string, handle: (msg: JsMsg) => Promise<void>) => {
+    const consumer = await deps.js.consumers.get(stream, name);
+    const messages = await consumer.consume({ max_messages: 512 });
+    streams.push(messages);
+    loops.push(pump(messages, handle));
   };
 
   return {
     async start() {
-      const common = { ackWaitMs: ackWaitMs(settings), maxAckPending: MAX_ACK_PENDING, maxDeliver };
+      await ensureScheduleStreams(deps.jsm, { replicas: deps.replicas ?? 1 });
+      const waitingBound = settings.maxWaitingPerDestination * 8;
       await ensureDurable(deps.jsm, {
         name: TOPOLOGY.consumers.callback,
         filterSubject: subjectFilters.kind("job"),
-        ...common,
+        ackWaitMs: ackWaitMs(settings),
+        // Only first deliveries in lanes are held here; everything that waits longer is queued.
+        // A store migrated from 0.1 may still hold retries parked here: room for those on top.
+        maxAckPending: waitingBound + settings.concurrency + 1_024 + (await parkedHere()),
       });
       await ensureDurable(deps.jsm, {
-        name: REDELIVERY_DURABLE,
-        filterSubject: subjectFilters.kind("cb"),
-        ...common,
+        stream: CALLBACK_QUEUE_STREAM,
+        name: CALLBACK_QUEUE_CONSUMER,
+        filterSubject: `${CALLBACK_QUEUE_SUBJECT_ROOT}.>`,
+        ackWaitMs: ackWaitMs(settings),
+        // Parked retries (nak with their delay) count here, not against first deliveries.
+        maxAckPending: settings.maxQueuedInFlight,
       });
-      for (const [name, handle] of [
-        [TOPOLOGY.consumers.callback, onFinalStatus],
-        [REDELIVERY_DURABLE, onRedeliveryRequest],
-      ] as const) {
-        const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, name);
-        const messages = await consumer.consume({ max_messages: settings.concurrency });
-        streams.push(messages);
-        pump(messages, handle);
-      }
+      await consume(TOPOLOGY.eventsStream, TOPOLOGY.consumers.callback, onFinalEvent);
+      await consume(CALLBACK_QUEUE_STREAM, CALLBACK_QUEUE_CONSUMER, onQueueEntry);
+      // Deliveries waiting for their lane hold their message: keep it from being redelivered.
+      keepAlive = setInterval(() => {
+        for (const d of lanes.waiting()) d.msg.working();
+      }, ackWaitMs(settings) / 3);
       logger.info(
         {
-          max_deliver: maxDeliver,
-          ack_wait_ms: ackWaitMs(settings),
+          concurrency: settings.concurrency,
+          per_destination: settings.perDestinationConcurrency,
           timeout_ms: settings.timeoutMs,
         },
         "callback service started",
@@ -345,23 +359,12 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     },
     async stop() {
       await Promise.all(streams.map((m) => m.close()));
-      await running.settled();
+      await Promise.all(loops);
+      // Deliveries still waiting for a lane go back to JetStream for the next process.
+      for (const d of lanes.drain()) d.msg.nak();
+      await lanes.idle();
+      clearInterval(keepAlive);
       if (deps.connections === undefined) connections.close();
     },
   };
-}
-
-/** The attempt count recorded by the last `.cb` event (0 when there is none). */
-function attemptsOf(last: { event: JobEvent } | null): number {
-  if (!last) return 0;
-  const { event } = last;
-  if (event.type === "callback.attempted") return event.data.attempt;
-  if (
-    event.type === "callback.delivered" ||
-    event.type === "callback.failed" ||
-    event.type === "callback.redelivery_requested"
-  ) {
-    return event.data.attempts;
-  }
-  return 0;
 }

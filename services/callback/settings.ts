@@ -15,7 +15,14 @@ export interface CallbackSettings {
   readonly jitter: number;
   /** Upper bound on a receiver's Retry-After. */
   readonly maxRetryAfterMs: number;
+  /** Attempts in flight at once over every destination. */
   readonly concurrency: number;
+  /** Attempts in flight at once to one destination (scheme, host, port). */
+  readonly perDestinationConcurrency: number;
+  /** Deliveries one destination may hold waiting in memory before they wait in the queue. */
+  readonly maxWaitingPerDestination: number;
+  /** Queued deliveries (retries, deferrals) parked in the queue consumer at once. */
+  readonly maxQueuedInFlight: number;
 }
 
 /** Parses the `callbacks` section and the clients' retry schedules. */
@@ -35,25 +42,18 @@ export function callbackSettings(config: Config): CallbackSettings {
     jitter: callbacks.jitter,
     maxRetryAfterMs: parseDuration(callbacks.max_retry_after),
     concurrency: callbacks.concurrency,
+    perDestinationConcurrency: Math.min(
+      callbacks.per_destination_concurrency,
+      callbacks.concurrency,
+    ),
+    maxWaitingPerDestination: callbacks.max_waiting_per_destination,
+    maxQueuedInFlight: 100_000,
   };
 }
 
 /** The retry delays that apply to a client's callbacks. */
 export function scheduleFor(settings: CallbackSettings, clientId: string): readonly number[] {
   return settings.clientScheduleMs.get(clientId) ?? settings.scheduleMs;
-}
-
-/**
- * Consumer max_deliver: above the longest schedule (1 + retries) with room for redeliveries that
- * are not attempts (a crash before the ack, a NATS restart that wakes a delayed message early, a
- * transient NATS error). Attempt numbers come from the event log, so this is only the poison bound.
- */
-export function maxDeliveries(settings: CallbackSettings): number {
-  const longest = Math.max(
-    settings.scheduleMs.length,
-    ...[...settings.clientScheduleMs.values()].map((s) => s.length),
-  );
-  return 2 * (longest + 1) + 10;
 }
 
 /** Consumer ack_wait: well above one attempt, so a slow receiver never causes a parallel redelivery. */

@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { hashToken } from "../../shared/auth/index.ts";
+import { StoreOutdatedError } from "../../shared/bus/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import {
   type Config,
@@ -15,6 +16,7 @@ import {
   loadConfigFile,
   parseConfig,
 } from "../../shared/config/index.ts";
+import { openDispatchIndex } from "../../shared/dispatch/index.ts";
 import { connectHub } from "../../shared/hub/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
 import { createLogger, type Logger } from "../../shared/log/index.ts";
@@ -37,6 +39,7 @@ const USAGE = `usage: switchyard <command>
   serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
   token new <client>          print a new client token once, and the hash for the config
   projector rebuild           recreate the job view from the event stream
+  migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
   callbacks redeliver <job_id> [--client <id>]   send a settled completion callback again
   events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]
@@ -196,6 +199,46 @@ async function projectorRebuild(): Promise<void> {
   }
 }
 
+/** `switchyard migrate`: brings a store written by 0.1 to this version (docs/operations.md). */
+async function migrate(): Promise<number> {
+  const config = (await loadConfig(true)) as Config;
+  const logger = createLogger({ level: logLevel(config), service: "migrate" });
+  const hub = await connectHub(config, logger, "migrate");
+  try {
+    const { migrateStore } = await import("../migrate/index.ts");
+    const report = await migrateStore({
+      js: hub.js,
+      jsm: hub.jsm,
+      meta: hub.meta,
+      dispatch: await openDispatchIndex(hub.nc, {
+        replicas: config.nats.replicas,
+        ttlMs: 24 * 3_600_000,
+      }),
+      config,
+      clock: systemClock,
+      ids: randomIds,
+      progress: process.stderr,
+    });
+    if (report.from === report.to || report.from === "fresh") {
+      process.stdout.write(`store version ${report.to}: nothing to migrate\n`);
+      return 0;
+    }
+    process.stdout.write(
+      [
+        `migrated the store from version ${report.from} to ${report.to}:`,
+        `  deadline timers for open jobs: ${report.deadlineTimers}`,
+        `  HTTP attempts to resend: ${report.resumedHttpAttempts}`,
+        `  callbacks and redeliveries queued: ${report.callbackWakeups}`,
+        `  old consumers removed: ${report.removedConsumers.join(", ") || "none"}`,
+        "",
+      ].join("\n"),
+    );
+    return 0;
+  } finally {
+    await hub.drain();
+  }
+}
+
 class UsageError extends Error {}
 
 const stdio = {
@@ -230,6 +273,8 @@ async function main(argv: string[]): Promise<number> {
       if (rest[0] !== "rebuild") throw new UsageError("usage: switchyard projector rebuild");
       await projectorRebuild();
       return 0;
+    case "migrate":
+      return migrate();
     case "events": {
       const hub = await connectForCommand("events");
       try {
@@ -294,7 +339,11 @@ if (import.meta.main) {
         process.stderr.write(`switchyard: ${err.message}\n\n${USAGE}\n`);
         process.exit(2);
       }
-      if (err instanceof ConfigError || err instanceof NatsServerNotFoundError) {
+      if (
+        err instanceof ConfigError ||
+        err instanceof NatsServerNotFoundError ||
+        err instanceof StoreOutdatedError
+      ) {
         process.stderr.write(`switchyard: ${err.message}\n`);
         process.exit(1);
       }

@@ -7,7 +7,12 @@ export type HttpOutcome =
   | { readonly kind: "done"; readonly output: unknown }
   | { readonly kind: "accepted" }
   | { readonly kind: "refused"; readonly status: number }
-  | { readonly kind: "retry"; readonly reason: string; readonly retryAfterMs?: number }
+  | {
+      readonly kind: "retry";
+      readonly reason: string;
+      readonly status?: number;
+      readonly retryAfterMs?: number;
+    }
   | { readonly kind: "bad_response"; readonly reason: string };
 
 export interface PostTaskInput {
@@ -86,6 +91,7 @@ export async function postTask(input: PostTaskInput): Promise<HttpOutcome> {
     return {
       kind: "retry",
       reason: `http_${status}`,
+      status,
       ...(after === undefined ? {} : { retryAfterMs: after }),
     };
   }

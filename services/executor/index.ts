@@ -1,4 +1,4 @@
-export { createExecutor, type Executor, type ToolSetReader } from "./executor.ts";
 export { ATTEMPT_HEADER, signedTaskRequest } from "./http-post.ts";
+export { httpStanding } from "./kinds/http/standing.ts";
+export { EXECUTOR_KINDS } from "./kinds/index.ts";
 export { type ExecutorService, startExecutorService } from "./service.ts";
-export { createWatchdog, WATCHDOG_CONSUMER, waitUnread } from "./watchdog.ts";

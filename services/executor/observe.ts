@@ -1,6 +1,5 @@
-import { isFinal } from "../../shared/domain/index.ts";
+import { isFinal, type StatusEvent, statusOfEvent } from "../../shared/domain/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { type StatusEvent, statusOf } from "../../shared/worker/index.ts";
 
 /**
  * Counts an appended status event, and on a final status observes the run's latency from
@@ -13,7 +12,7 @@ export function recordTransition(
   run: { readonly created_at: string },
 ): void {
   if (!metrics) return;
-  const status = statusOf(event.type);
+  const status = statusOfEvent(event);
   metrics.transitions.inc({ status, route });
   if (isFinal(status)) {
     const seconds = (Date.parse(event.occurred_at) - Date.parse(run.created_at)) / 1000;

@@ -7,16 +7,18 @@ import {
   type RouteConfig,
   type RouteTable,
 } from "../../shared/config/index.ts";
-import { openDispatchIndex } from "../../shared/dispatch/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { ensureScheduleStreams } from "../../shared/schedule/index.ts";
 import { openToolSetStore } from "../../shared/tools/index.ts";
-import { ensureRouteConsumer, ensureTaskStream } from "../../shared/worker/index.ts";
-import { createExecutor, type ToolSetReader } from "./executor.ts";
-import { createHttpDispatcher, type HttpDispatcher } from "./http-dispatcher.ts";
+import { ensureTaskStream } from "../../shared/worker/index.ts";
+import { createAdmission } from "./admission.ts";
+import { createDeadlineTimers } from "./deadlines.ts";
+import { createJobWriter } from "./job-writer.ts";
+import { EXECUTOR_KINDS, type KindRuntime } from "./kinds/index.ts";
 import { createSlots } from "./slots.ts";
-import { createWatchdog } from "./watchdog.ts";
+import { createTaskBuilder, type ToolSetReader } from "./task.ts";
 
 export interface ExecutorServiceDeps {
   readonly nc: NatsConnection;
@@ -30,8 +32,6 @@ export interface ExecutorServiceDeps {
   /** Jobs this process runs at once over all routes (builtins and HTTP POSTs together). */
   readonly concurrency: number;
   readonly metrics?: HubMetrics;
-  /** Longest wait of the deadline watchdog between two looks at one open job. */
-  readonly watchdogRecheckMs?: number;
 }
 
 export interface ExecutorService {
@@ -56,9 +56,8 @@ function lazyToolSets(nc: NatsConnection): ToolSetReader {
 }
 
 /**
- * Starts the executor service: the task stream and one work-queue consumer per HTTP/NATS route
- * (max_ack_pending = the route's `concurrency`), the admission consumer on run.requested, one
- * HTTP dispatcher per HTTP route, and the deadline watchdog.
+ * Starts the executor service: the task and timer streams, the runtime of every executor kind the
+ * routes use, the deadline timers, and the admission consumer on run.requested.
  */
 export async function startExecutorService(deps: ExecutorServiceDeps): Promise<ExecutorService> {
   const { config, logger } = deps;
@@ -66,65 +65,63 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     replicas: config.nats.replicas,
     duplicateWindowMs: taskDuplicateWindowMs(config.routes),
   });
-  for (const route of config.routes) {
-    if (route.executor.kind === "builtin") continue;
-    await ensureRouteConsumer(deps.jsm, {
-      route: route.key,
-      maxAckPending: route.concurrency,
-      ackWaitMs:
-        // HTTP: the dispatcher sends working() every 3 s during a POST; 10 s brings a crashed
-        // replica's tasks back soon.
-        route.executor.kind === "nats" ? parseDuration(route.executor.ack_wait) : 10_000,
-      maxDeliver: route.executor.kind === "nats" ? route.executor.max_deliver : -1,
-    });
-  }
-  const index = await openDispatchIndex(deps.nc, {
-    replicas: config.nats.replicas,
-    ttlMs: parseDuration(config.nats.events_max_age),
+  await ensureScheduleStreams(deps.jsm, { replicas: config.nats.replicas });
+  const writer = createJobWriter({
+    js: deps.js,
+    jsm: deps.jsm,
+    clock: deps.clock,
+    ids: deps.ids,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+  });
+  const deadlines = createDeadlineTimers({
+    js: deps.js,
+    jsm: deps.jsm,
+    writer,
+    logger: logger.child({ component: "deadlines" }),
+    clock: deps.clock,
+    deadlinesMs: config.routes
+      .filter((r) => r.executor.kind !== "builtin")
+      .map((r) => parseDuration(r.deadline)),
   });
   const slots = createSlots(deps.concurrency);
-  const base = { js: deps.js, jsm: deps.jsm, clock: deps.clock, ids: deps.ids };
-  const metrics = deps.metrics ? { metrics: deps.metrics } : {};
-  const executor = createExecutor({
-    ...base,
-    ...metrics,
-    routes: deps.routes,
-    logger,
-    concurrency: deps.concurrency,
-    slots,
-    toolSets: lazyToolSets(deps.nc),
-  });
-  const dispatchers: HttpDispatcher[] = [];
-  for (const route of config.routes) {
-    const executorConfig = route.executor;
-    if (executorConfig.kind !== "http" || !route.enabled) continue;
-    dispatchers.push(
-      createHttpDispatcher({
-        ...base,
-        ...metrics,
-        route: { ...route, executor: executorConfig },
-        index,
-        slots,
-        logger: logger.child({ route: route.key }),
-      }),
-    );
+  const kinds = new Map<string, KindRuntime>();
+  const used = new Set(config.routes.map((r) => r.executor.kind));
+  for (const kind of used) {
+    const runtime = await EXECUTOR_KINDS[kind].start({
+      nc: deps.nc,
+      js: deps.js,
+      jsm: deps.jsm,
+      routes: config.routes,
+      writer,
+      deadlines,
+      tasks: createTaskBuilder(lazyToolSets(deps.nc)),
+      slots,
+      logger: logger.child({ kind }),
+      clock: deps.clock,
+      ids: deps.ids,
+      replicas: config.nats.replicas,
+      ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    });
+    kinds.set(kind, runtime);
   }
-  const watchdog = createWatchdog({
-    ...base,
-    ...metrics,
+  const admission = createAdmission({
+    js: deps.js,
+    jsm: deps.jsm,
     routes: deps.routes,
-    logger: logger.child({ component: "watchdog" }),
-    ...(deps.watchdogRecheckMs === undefined ? {} : { recheckMs: deps.watchdogRecheckMs }),
+    kinds,
+    writer,
+    slots,
+    logger,
+    clock: deps.clock,
   });
-  await executor.start();
-  for (const d of dispatchers) await d.start();
-  await watchdog.start();
-  logger.info({ http_routes: dispatchers.length }, "executor service started");
+  await deadlines.start();
+  await admission.start();
+  logger.info({ kinds: [...kinds.keys()] }, "executor service started");
   return {
     async stop() {
-      await executor.stop();
-      await Promise.all(dispatchers.map((d) => d.stop()));
-      await watchdog.stop();
+      await admission.stop();
+      await Promise.all([...kinds.values()].map((k) => k.stop()));
+      await deadlines.stop();
     },
   };
 }

@@ -2,11 +2,11 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { classifyNatsError } from "../../shared/bus/index.ts";
+import { classifyNatsError, decodeEvent, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { RouteConfig } from "../../shared/config/index.ts";
 import type { DispatchIndex } from "../../shared/dispatch/index.ts";
-import { canMove, isFinal, type JobStatus } from "../../shared/domain/index.ts";
+import { type JobStatus, reportIntent, statusAfter } from "../../shared/domain/index.ts";
 import {
   InvalidRequestError,
   JobNotFoundError,
@@ -17,7 +17,7 @@ import {
 } from "../../shared/errors/index.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { type StatusIntent, statusOf, writeStatus } from "../../shared/worker/index.ts";
+import { writeStatus } from "../../shared/worker/index.ts";
 import { readJsonBody } from "./json-body.ts";
 
 /** Path of the report endpoint; `:job_id` is the task's job id. */
@@ -65,24 +65,28 @@ export interface ExecutorReportDeps {
   readonly maxBodyBytes: number;
 }
 
-const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard-executor"' };
-
-function toIntent(report: ExecutorReport): StatusIntent {
-  switch (report.type) {
-    case "running":
-      return { type: "job.running", data: {} };
-    case "done":
-      return { type: "job.done", data: { output: report.output } };
-    case "error":
-      return { type: "job.error", data: report.error };
-    case "rejected":
-      return { type: "job.rejected", data: report.error };
-    default: {
-      const unreachable: never = report;
-      return unreachable;
-    }
-  }
+/**
+ * Which client and route a job belongs to. The dispatch record (written when the executor answered
+ * 202) is the quick way; an executor that reports before that answer reached the hub, or a job
+ * without a record, is found by its run.requested subject (`sy.evt.*.<job_id>.run`).
+ */
+async function findOwner(
+  deps: ExecutorReportDeps,
+  jobId: string,
+): Promise<{ readonly client_id: string; readonly route: string } | undefined> {
+  const record = await deps.index.get(jobId);
+  if (record) return { client_id: record.client_id, route: record.route };
+  const msg = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, {
+    last_by_subj: `sy.evt.*.${jobId}.run`,
+  });
+  if (msg === null) return undefined;
+  const event = decodeEvent(msg.data);
+  return event.type === "run.requested"
+    ? { client_id: event.client_id, route: event.data.route }
+    : undefined;
 }
+
+const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard-executor"' };
 
 async function readReport(request: Request, maxBytes: number): Promise<ExecutorReport> {
   const value = await readJsonBody(request, maxBytes);
@@ -142,26 +146,21 @@ export function createExecutorReportHandler(deps: ExecutorReportDeps): ExecutorR
       new JobNotFoundError({ detail: "No job with this id was dispatched to this executor." });
     if (!JOB_ID_PATTERN.test(jobId)) throw notFound();
     const report = await readReport(request, deps.maxBodyBytes);
-    const record = await deps.index.get(jobId);
-    if (!record || !routes.has(record.route)) throw notFound();
-    const intent = toIntent(report);
-    const target: JobStatus = statusOf(intent.type);
-    let refusal: JobStatus | undefined;
-    const result = await writeStatus(deps, { client_id: record.client_id, job_id: jobId }, (c) => {
-      // A running heartbeat on a running job is legal; anything after a final status is not.
-      if (isFinal(c.status) || !canMove(c.status, target)) {
-        refusal = c.status;
-        return undefined;
-      }
-      return intent;
+    const owner = await findOwner(deps, jobId);
+    if (!owner || !routes.has(owner.route)) throw notFound();
+    const intent = reportIntent(report);
+    const target: JobStatus = statusAfter(intent.type);
+    const result = await writeStatus(deps, {
+      ref: { client_id: owner.client_id, job_id: jobId },
+      intent,
     });
-    if (result.kind === "skipped") {
+    if (result.kind === "refused") {
       throw new JobStateConflictError({
-        detail: `The job is ${refusal ?? result.current.status}; a '${report.type}' report does not apply.`,
+        detail: `The job is ${result.current.status}; a '${report.type}' report does not apply.`,
       });
     }
     deps.logger.info(
-      { job_id: jobId, route: record.route, status: target },
+      { job_id: jobId, route: owner.route, status: target },
       "executor report applied",
     );
     return new Response(JSON.stringify({ job_id: jobId, status: target }), {

@@ -1,5 +1,6 @@
+import { STORE_VERSION, StoreOutdatedError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
-import { type Config, createRouteTable } from "../../shared/config/index.ts";
+import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
 import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -47,6 +48,10 @@ export async function startServices(
 ): Promise<RunningHub> {
   const { config, logger } = deps;
   const hub = await connectHub(config, logger, services.join("+"));
+  if (hub.storeVersion < STORE_VERSION) {
+    await hub.drain();
+    throw new StoreOutdatedError(hub.storeVersion);
+  }
   const metrics = deps.metrics ?? createMetrics();
   const stoppables: Stoppable[] = [];
   let ingress: RunningIngress | undefined;
@@ -92,6 +97,7 @@ export async function startServices(
       jsm: hub.jsm,
       kv: hub.jobs,
       logger: logger.child({ component: "projector" }),
+      lingerMs: parseDuration(config.projector.linger),
     });
     await projector.start();
     stoppables.push({ name: "projector", stop: projector.stop });
@@ -104,6 +110,7 @@ export async function startServices(
       js: hub.js,
       jsm: hub.jsm,
       settings: callbackSettings(config),
+      replicas: config.nats.replicas,
       client: routes.client,
       logger: logger.child({ component: "callback" }),
       clock: deps.clock,

@@ -12,17 +12,21 @@ export interface DurableOptions {
   readonly filterSubject: string;
   readonly ackWaitMs: number;
   readonly maxAckPending: number;
+  /** Default: the events stream. */
+  readonly stream?: string;
   readonly maxDeliver?: number;
   readonly backoffMs?: readonly number[];
+  /** Explicit (default) or All: one ack settles every earlier delivery (the projector's rounds). */
+  readonly ackPolicy?: "explicit" | "all";
 }
 
-/** Creates a durable pull consumer on the events stream, or updates the mutable parts if it exists. */
+/**
+ * Creates a durable pull consumer, or updates the mutable parts if it exists. The ack policy and
+ * filter cannot change on an existing consumer; `switchyard migrate` recreates those that must.
+ */
 export async function ensureDurable(jsm: JetStreamManager, options: DurableOptions): Promise<void> {
-  const config: Partial<ConsumerConfig> & { durable_name: string } = {
-    durable_name: options.name,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    filter_subject: options.filterSubject,
+  const stream = options.stream ?? TOPOLOGY.eventsStream;
+  const mutable = {
     ack_wait: options.ackWaitMs * 1_000_000,
     max_ack_pending: options.maxAckPending,
     ...(options.maxDeliver === undefined ? {} : { max_deliver: options.maxDeliver }),
@@ -30,21 +34,56 @@ export async function ensureDurable(jsm: JetStreamManager, options: DurableOptio
       ? {}
       : { backoff: options.backoffMs.map((ms) => ms * 1_000_000) }),
   };
+  const config: Partial<ConsumerConfig> & { durable_name: string } = {
+    durable_name: options.name,
+    ack_policy: options.ackPolicy === "all" ? AckPolicy.All : AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: options.filterSubject,
+    ...mutable,
+  };
   try {
-    await jsm.consumers.info(TOPOLOGY.eventsStream, options.name);
-    await jsm.consumers.update(TOPOLOGY.eventsStream, options.name, {
-      ack_wait: config.ack_wait,
-      max_ack_pending: config.max_ack_pending,
-      ...(config.max_deliver === undefined ? {} : { max_deliver: config.max_deliver }),
-      ...(config.backoff === undefined ? {} : { backoff: config.backoff }),
-    });
+    await jsm.consumers.info(stream, options.name);
+    await jsm.consumers.update(stream, options.name, mutable);
   } catch (err) {
     if (!isJsError(err, "consumerNotFound")) throw err;
     try {
-      await jsm.consumers.add(TOPOLOGY.eventsStream, config);
+      await jsm.consumers.add(stream, config);
     } catch (addErr) {
       // Another replica created it first.
       if (!isJsError(addErr, "consumerExists", "consumerNameInUse")) throw addErr;
     }
   }
+}
+
+/**
+ * Recreates a durable so that it delivers, in stream order, everything after its acknowledged
+ * floor: what a previous process held un-acked comes first, as ordinary deliveries, instead of
+ * being redelivered after its ack wait behind newer messages. With AckPolicy.All this is what
+ * makes one ack per round safe across a crash (an ack of a newer message would otherwise settle
+ * the older ones still waiting for redelivery). Only for a durable a single process owns.
+ */
+export async function recreateDurableFromFloor(
+  jsm: JetStreamManager,
+  options: DurableOptions,
+): Promise<{ readonly fromSeq: number }> {
+  const stream = options.stream ?? TOPOLOGY.eventsStream;
+  let fromSeq = 1;
+  try {
+    const info = await jsm.consumers.info(stream, options.name);
+    fromSeq = info.ack_floor.stream_seq + 1;
+    await jsm.consumers.delete(stream, options.name);
+  } catch (err) {
+    if (!isJsError(err, "consumerNotFound")) throw err;
+  }
+  await jsm.consumers.add(stream, {
+    durable_name: options.name,
+    ack_policy: options.ackPolicy === "all" ? AckPolicy.All : AckPolicy.Explicit,
+    ...(fromSeq > 1
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }
+      : { deliver_policy: DeliverPolicy.All }),
+    filter_subject: options.filterSubject,
+    ack_wait: options.ackWaitMs * 1_000_000,
+    max_ack_pending: options.maxAckPending,
+  });
+  return { fromSeq };
 }

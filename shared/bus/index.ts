@@ -4,6 +4,8 @@ export * from "./consumers.ts";
 export * from "./errors.ts";
 export * from "./js-errors.ts";
 export * from "./read.ts";
+export * from "./store-version.ts";
 export * from "./stream-reader.ts";
+export * from "./streams.ts";
 export * from "./subjects.ts";
 export * from "./topology.ts";

@@ -7,16 +7,12 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { isJsError } from "./js-errors.ts";
+import { markStoreVersion, readStoreVersion, STORE_VERSION } from "./store-version.ts";
+import { ensureStream } from "./streams.ts";
 import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT } from "./subjects.ts";
+import { TOPOLOGY } from "./topology-names.ts";
 
-/** Names of everything the hub creates in JetStream. */
-export const TOPOLOGY = {
-  eventsStream: "SWITCHYARD_EVENTS",
-  jobsBucket: "sy_jobs",
-  metaBucket: "sy_meta",
-  consumers: { projector: "projector", executor: "executor", callback: "callback" },
-} as const;
+export { TOPOLOGY } from "./topology-names.ts";
 
 export interface TopologyOptions {
   readonly replicas: number;
@@ -57,39 +53,23 @@ export async function ensureTopology(
   nc: NatsConnection,
   jsm: JetStreamManager,
   options: TopologyOptions,
-): Promise<{ jobs: KV; meta: KV }> {
-  const wanted = eventsStreamConfig(options);
-  try {
-    const info = await jsm.streams.info(TOPOLOGY.eventsStream);
-    const c = info.config;
-    if (
-      c.max_age !== wanted.max_age ||
-      c.max_bytes !== wanted.max_bytes ||
-      c.duplicate_window !== wanted.duplicate_window ||
-      c.num_replicas !== wanted.num_replicas
-    ) {
-      await jsm.streams.update(TOPOLOGY.eventsStream, { ...c, ...wanted });
-    }
-  } catch (err) {
-    if (!isJsError(err, "streamNotFound")) throw err;
-    try {
-      await jsm.streams.add(wanted);
-    } catch (addErr) {
-      // Another service created it between our info and add.
-      if (!isJsError(addErr, "streamNameInUse")) throw addErr;
-    }
-  }
+): Promise<{ jobs: KV; meta: KV; storeVersion: number }> {
   const kvm = new Kvm(nc);
+  // The meta bucket and the version mark come before the stream, so a store with a stream and
+  // no mark is one an older version wrote, never a new one half set up.
+  const meta = await kvm.create(TOPOLOGY.metaBucket, {
+    history: 1,
+    replicas: options.replicas,
+    storage: "file",
+  });
+  const found = await readStoreVersion(jsm, meta);
+  if (found === "fresh") await markStoreVersion(meta);
+  await ensureStream(jsm, eventsStreamConfig(options));
   const jobs = await kvm.create(TOPOLOGY.jobsBucket, {
     history: 1,
     replicas: options.replicas,
     ttl: options.eventsMaxAgeMs,
     storage: "file",
   });
-  const meta = await kvm.create(TOPOLOGY.metaBucket, {
-    history: 1,
-    replicas: options.replicas,
-    storage: "file",
-  });
-  return { jobs, meta };
+  return { jobs, meta, storeVersion: found === "fresh" ? STORE_VERSION : found };
 }

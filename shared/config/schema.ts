@@ -77,7 +77,26 @@ const CallbacksConfig = Type.Object(
     }),
     jitter: Type.Number({ minimum: 0, maximum: 0.5, default: 0.2 }),
     max_retry_after: Duration("1h", "Longest Retry-After a receiver can ask for."),
-    concurrency: Type.Integer({ minimum: 1, maximum: 1024, default: 32 }),
+    concurrency: Type.Integer({
+      minimum: 1,
+      maximum: 4096,
+      default: 256,
+      description: "Callback attempts in flight at once per callback process.",
+    }),
+    per_destination_concurrency: Type.Integer({
+      minimum: 1,
+      maximum: 4096,
+      default: 64,
+      description:
+        "Attempts in flight at once to one destination (scheme, host and port); a slow receiver holds at most these.",
+    }),
+    max_waiting_per_destination: Type.Integer({
+      minimum: 1,
+      maximum: 100_000,
+      default: 5_000,
+      description:
+        "Callbacks one destination may hold waiting in memory; beyond it they wait in the SWITCHYARD_CALLBACKS queue.",
+    }),
   },
   { additionalProperties: false, default: {} },
 );
@@ -156,6 +175,15 @@ export const ConfigSchema = Type.Object(
           default: 0,
           description: "Proxies in front whose X-Forwarded-For entries are trusted; 0: none.",
         }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    projector: Type.Object(
+      {
+        linger: Duration(
+          "100ms",
+          "How long a job's view waits for the job to settle before it is written anyway.",
+        ),
       },
       { additionalProperties: false, default: {} },
     ),

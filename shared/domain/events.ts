@@ -33,17 +33,62 @@ export const RunRequestedData = Type.Object(
   { additionalProperties: false },
 );
 
-export const JobDispatchedData = Type.Object(
+/**
+ * What the completion callback needs of the run, carried by the job's final event so the callback
+ * service reads nothing (docs/architecture.md, "The lean event path"). Absent on events written by
+ * 0.1 and by writers that do not know the run (then the callback service reads `.run`).
+ */
+export const RunSummary = Type.Object(
   {
-    target: Type.Union([Type.Literal("builtin"), Type.Literal("http"), Type.Literal("nats")]),
+    request_id: Type.String(),
+    route: Type.String(),
+    /** When the run was accepted (the run.requested time). */
+    created_at: Timestamp,
+    callback_url: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type RunSummary = Static<typeof RunSummary>;
+
+const ExecutorTarget = Type.Union([
+  Type.Literal("builtin"),
+  Type.Literal("http"),
+  Type.Literal("nats"),
+]);
+
+/** The job was handed to an executor that finishes it later (a NATS worker, an HTTP 202). */
+export const JobDispatchedData = Type.Object(
+  { target: ExecutorTarget, attempt: Type.Integer({ minimum: 1 }) },
+  { additionalProperties: false },
+);
+/** One attempt to hand the job over failed; another follows at `next_attempt_at` unless absent. */
+export const JobAttemptFailedData = Type.Object(
+  {
+    target: ExecutorTarget,
     attempt: Type.Integer({ minimum: 1 }),
+    /** Why: `status_5xx`, `status_429`, `timeout`, `network`, … (docs/executors.md). */
+    reason: Type.String({ minLength: 1, maxLength: 64 }),
+    status_code: Type.Optional(Type.Integer()),
+    next_attempt_at: Type.Optional(Timestamp),
   },
   { additionalProperties: false },
 );
 export const JobRunningData = Type.Object({}, { additionalProperties: false });
-export const JobDoneData = Type.Object({ output: Type.Unknown() }, { additionalProperties: false });
-export const JobErrorData = JobErrorInfo;
-export const JobRejectedData = JobErrorInfo;
+/** Fields every final event may carry besides its outcome. */
+const FinalExtras = {
+  run: Type.Optional(RunSummary),
+  /** Attempts the executor needed (HTTP); absent means one, or not counted. */
+  attempts: Type.Optional(Type.Integer({ minimum: 1 })),
+};
+export const JobDoneData = Type.Object(
+  { output: Type.Unknown(), ...FinalExtras },
+  { additionalProperties: false },
+);
+export const JobErrorData = Type.Object(
+  { ...JobErrorInfo.properties, ...FinalExtras },
+  { additionalProperties: false },
+);
+export const JobRejectedData = JobErrorData;
 
 export const CallbackAttemptedData = Type.Object(
   {
@@ -57,14 +102,26 @@ export const CallbackAttemptedData = Type.Object(
   },
   { additionalProperties: false },
 );
+/**
+ * The attempt that settled a callback, recorded in the settling event itself: a delivery on the
+ * first try is one `callback.delivered` event, not `callback.attempted` + `callback.delivered`.
+ * Absent on 0.1 events, which recorded the attempt separately.
+ */
+const SettlingAttempt = {
+  status_code: Type.Optional(Type.Integer()),
+  duration_ms: Type.Optional(Type.Number({ minimum: 0 })),
+  error_class: Type.Optional(Type.String()),
+  redelivery_seq: Type.Optional(Type.Integer({ minimum: 1 })),
+};
 export const CallbackDeliveredData = Type.Object(
-  { attempts: Type.Integer({ minimum: 1 }) },
+  { attempts: Type.Integer({ minimum: 1 }), ...SettlingAttempt },
   { additionalProperties: false },
 );
 export const CallbackFailedData = Type.Object(
   {
     attempts: Type.Integer({ minimum: 0 }),
     reason: Type.Union([Type.Literal("exhausted"), Type.Literal("gone"), Type.Literal("refused")]),
+    ...SettlingAttempt,
   },
   { additionalProperties: false },
 );
@@ -96,6 +153,7 @@ function envelope<K extends string, D extends TSchema>(type: K, data: D) {
 
 export const RunRequested = envelope("run.requested", RunRequestedData);
 export const JobDispatched = envelope("job.dispatched", JobDispatchedData);
+export const JobAttemptFailed = envelope("job.attempt_failed", JobAttemptFailedData);
 export const JobRunning = envelope("job.running", JobRunningData);
 export const JobDone = envelope("job.done", JobDoneData);
 export const JobErrored = envelope("job.error", JobErrorData);
@@ -112,6 +170,7 @@ export const CallbackRedeliveryRequested = envelope(
 export const EVENT_SCHEMAS = {
   "run.requested": RunRequested,
   "job.dispatched": JobDispatched,
+  "job.attempt_failed": JobAttemptFailed,
   "job.running": JobRunning,
   "job.done": JobDone,
   "job.error": JobErrored,
@@ -134,6 +193,7 @@ type DeepReadonly<T> = T extends (infer U)[]
 
 export type RunRequested = DeepReadonly<Static<typeof RunRequested>>;
 export type JobDispatched = DeepReadonly<Static<typeof JobDispatched>>;
+export type JobAttemptFailed = DeepReadonly<Static<typeof JobAttemptFailed>>;
 export type JobRunning = DeepReadonly<Static<typeof JobRunning>>;
 export type JobDone = DeepReadonly<Static<typeof JobDone>>;
 export type JobErrored = DeepReadonly<Static<typeof JobErrored>>;
@@ -147,6 +207,7 @@ export type CallbackRedeliveryRequested = DeepReadonly<Static<typeof CallbackRed
 export type JobEvent =
   | RunRequested
   | JobDispatched
+  | JobAttemptFailed
   | JobRunning
   | JobDone
   | JobErrored
@@ -169,6 +230,7 @@ export function streamKindOf(type: JobEventType): EventStreamKind {
     case "run.requested":
       return "run";
     case "job.dispatched":
+    case "job.attempt_failed":
     case "job.running":
     case "job.done":
     case "job.error":

@@ -1,5 +1,12 @@
-import type { JobEvent } from "./events.ts";
-import { isFinal, type JobStatus, type JobView } from "./job.ts";
+import type { CallbackDelivered, CallbackFailed, JobEvent } from "./events.ts";
+import {
+  type CallbackView,
+  isFinal,
+  type JobStatus,
+  type JobView,
+  type StatusEvent,
+  statusAfter,
+} from "./job.ts";
 
 export type JobState = JobView | null;
 
@@ -52,6 +59,36 @@ function moveTo(
   };
 }
 
+/** What a status event adds to the view besides the status: the output or the error. */
+function outcomeOf(event: StatusEvent): Partial<JobView> {
+  switch (event.type) {
+    case "job.done":
+      return { output: event.data.output };
+    case "job.error":
+    case "job.rejected":
+      // Only the error itself: the run summary and attempt count are for the callback service.
+      return { error: { code: event.data.code, message: event.data.message } };
+    default:
+      return {};
+  }
+}
+
+/**
+ * The callback member after a settling event. Since 0.2 a settling event records the attempt that
+ * settled it (status_code / duration_ms), so it is also the last attempt; 0.1 recorded that attempt
+ * in a callback.attempted event before it.
+ */
+function settledCallback(view: JobView, event: CallbackDelivered | CallbackFailed): CallbackView {
+  const recordsAttempt =
+    event.data.status_code !== undefined || event.data.duration_ms !== undefined;
+  const lastAttemptAt = recordsAttempt ? event.occurred_at : view.callback?.last_attempt_at;
+  return {
+    status: event.type === "callback.delivered" ? "delivered" : "failed",
+    attempts: Math.max(view.callback?.attempts ?? 0, event.data.attempts),
+    ...(lastAttemptAt === undefined ? {} : { last_attempt_at: lastAttemptAt }),
+  };
+}
+
 function withCallback(state: JobState, patch: (view: JobView) => Partial<JobView>): Transition {
   if (state === null) return { applied: false, state, reason: "unknown_job" };
   if (state.callback === undefined || state.callback.status !== "pending") {
@@ -88,15 +125,12 @@ export function transition(state: JobState, event: JobEvent): Transition {
       };
     }
     case "job.dispatched":
-      return moveTo(state, event, "dispatched");
+    case "job.attempt_failed":
     case "job.running":
-      return moveTo(state, event, "running");
     case "job.done":
-      return moveTo(state, event, "done", { output: event.data.output });
     case "job.error":
-      return moveTo(state, event, "error", { error: { ...event.data } });
     case "job.rejected":
-      return moveTo(state, event, "rejected", { error: { ...event.data } });
+      return moveTo(state, event, statusAfter(event.type), outcomeOf(event));
     case "callback.attempted":
       return withCallback(state, (view) => ({
         callback: {
@@ -109,25 +143,8 @@ export function transition(state: JobState, event: JobEvent): Transition {
         },
       }));
     case "callback.delivered":
-      return withCallback(state, (view) => ({
-        callback: {
-          status: "delivered",
-          attempts: Math.max(view.callback?.attempts ?? 0, event.data.attempts),
-          ...(view.callback?.last_attempt_at === undefined
-            ? {}
-            : { last_attempt_at: view.callback.last_attempt_at }),
-        },
-      }));
     case "callback.failed":
-      return withCallback(state, (view) => ({
-        callback: {
-          status: "failed",
-          attempts: Math.max(view.callback?.attempts ?? 0, event.data.attempts),
-          ...(view.callback?.last_attempt_at === undefined
-            ? {}
-            : { last_attempt_at: view.callback.last_attempt_at }),
-        },
-      }));
+      return withCallback(state, (view) => ({ callback: settledCallback(view, event) }));
     case "callback.redelivery_requested": {
       // Only a settled callback can be sent again; a pending one is still being retried.
       if (state === null) return { applied: false, state, reason: "unknown_job" };

@@ -1,4 +1,4 @@
-import type { JobErrorInfo } from "./events.ts";
+import type { JobErrorInfo, JobEvent, JobEventType } from "./events.ts";
 
 /** The spec's job statuses (section 3). */
 export const JOB_STATUSES = [
@@ -16,6 +16,53 @@ export const FINAL_STATUSES: ReadonlySet<JobStatus> = new Set(["done", "error", 
 /** True for done, error and rejected: nothing moves a job out of these. */
 export function isFinal(status: JobStatus): boolean {
   return FINAL_STATUSES.has(status);
+}
+
+/** The events on a job's `.job` subject: each one moves (or tries to move) the status. */
+export type StatusEvent = Extract<
+  JobEvent,
+  {
+    type:
+      | "job.dispatched"
+      | "job.attempt_failed"
+      | "job.running"
+      | "job.done"
+      | "job.error"
+      | "job.rejected";
+  }
+>;
+export type StatusEventType = StatusEvent["type"];
+/** The three events that end a job. */
+export type FinalEventType = "job.done" | "job.error" | "job.rejected";
+export type FinalEvent = Extract<StatusEvent, { type: FinalEventType }>;
+
+const STATUS_AFTER: Readonly<Record<StatusEventType, JobStatus>> = {
+  "job.dispatched": "dispatched",
+  "job.attempt_failed": "dispatched",
+  "job.running": "running",
+  "job.done": "done",
+  "job.error": "error",
+  "job.rejected": "rejected",
+};
+
+/** The status a status event moves a job to. */
+export function statusAfter(type: StatusEventType): JobStatus {
+  return STATUS_AFTER[type];
+}
+
+/** True for the status events (the `.job` subject's events). */
+export function isStatusEventType(type: string): type is StatusEventType {
+  return type in STATUS_AFTER;
+}
+
+/** True for job.done, job.error and job.rejected: the events that end a job. */
+export function isFinalEventType(type: string): type is FinalEventType {
+  return type === "job.done" || type === "job.error" || type === "job.rejected";
+}
+
+/** True when the event ends a job. */
+export function isFinalEvent(event: JobEvent): event is FinalEvent {
+  return isFinalEventType(event.type as JobEventType);
 }
 
 export type CallbackStatus = "pending" | "delivered" | "failed";

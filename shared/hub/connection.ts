@@ -18,6 +18,8 @@ export interface HubConnection {
   readonly jsm: JetStreamManager;
   readonly jobs: KV;
   readonly meta: KV;
+  /** The layout version of the store (shared/bus/store-version.ts); services refuse an old one. */
+  readonly storeVersion: number;
   /** Tracks the connection status events: false while disconnected or closed. */
   connected(): boolean;
   /** True when connected and the events stream exists. */
@@ -62,7 +64,7 @@ export async function connectHub(
   })();
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const { jobs, meta } = await ensureTopology(nc, jsm, {
+  const { jobs, meta, storeVersion } = await ensureTopology(nc, jsm, {
     replicas: config.nats.replicas,
     eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
     duplicateWindowMs: parseDuration(config.nats.duplicate_window),
@@ -78,6 +80,7 @@ export async function connectHub(
     jsm,
     jobs,
     meta,
+    storeVersion,
     connected: () => up && !nc.isClosed(),
     async topologyReady() {
       if (!up || nc.isClosed()) return false;

@@ -3,7 +3,7 @@
  * (docs/executors.md).
  */
 export * from "./protocol.ts";
-export { type PullLoopOptions, runPullLoop, TaskSet } from "./pull.ts";
+export { type PullLoop, type PullLoopOptions, runPullLoop, TaskSet } from "./pull.ts";
 export * from "./status.ts";
 export {
   createWorker,

@@ -1,7 +1,5 @@
 import { createHash } from "node:crypto";
 import {
-  AckPolicy,
-  DeliverPolicy,
   DiscardPolicy,
   type JetStreamManager,
   RetentionPolicy,
@@ -9,7 +7,9 @@ import {
 } from "@nats-io/jetstream";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { isJsError } from "../bus/js-errors.ts";
+import { ensureDurable } from "../bus/consumers.ts";
+import { ensureStream } from "../bus/streams.ts";
+import { RunSummary } from "../domain/index.ts";
 
 /** Work-queue stream of tasks, one subject per route: sy.task.<route>. */
 export const TASK_STREAM = "SWITCHYARD_TASKS";
@@ -48,17 +48,24 @@ export const TaskSchema = Type.Object(
     /** RFC 3339: the job errors with deadline_exceeded after this instant. */
     deadline: Type.String(),
     tools: Type.Optional(Type.Array(ToolDefinition)),
+    /**
+     * The job's `.job` subject sequence when the task was queued: a worker's first append expects
+     * it, so a first delivery needs no read. Absent on 0.1 tasks (the worker reads).
+     */
+    expected_seq: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** The run summary the job's final event carries to the callback service (hub-internal). */
+    run: Type.Optional(RunSummary),
   },
   { additionalProperties: false },
 );
 export type Task = Static<typeof TaskSchema>;
 
-/** What an HTTP executor is POSTed: the task without the hub-internal client id. */
-export type HttpTask = Omit<Task, "client_id">;
+/** What an HTTP executor is POSTed: the task without the hub-internal fields. */
+export type HttpTask = Omit<Task, "client_id" | "expected_seq" | "run">;
 
 /** Drops the hub-internal fields of a task for an HTTP executor. */
 export function toHttpTask(task: Task): HttpTask {
-  const { client_id: _client, ...rest } = task;
+  const { client_id: _client, expected_seq: _seq, run: _run, ...rest } = task;
   return rest;
 }
 
@@ -100,7 +107,7 @@ export async function ensureTaskStream(
   jsm: JetStreamManager,
   options: TaskStreamOptions,
 ): Promise<void> {
-  const config = {
+  await ensureStream(jsm, {
     name: TASK_STREAM,
     subjects: [`${TASK_SUBJECT_ROOT}.>`],
     storage: StorageType.File,
@@ -108,20 +115,7 @@ export async function ensureTaskStream(
     discard: DiscardPolicy.New,
     num_replicas: options.replicas,
     duplicate_window: nanos(options.duplicateWindowMs),
-  };
-  try {
-    const info = await jsm.streams.info(TASK_STREAM);
-    if (info.config.duplicate_window !== config.duplicate_window) {
-      await jsm.streams.update(TASK_STREAM, { ...info.config, ...config });
-    }
-  } catch (err) {
-    if (!isJsError(err, "streamNotFound")) throw err;
-    try {
-      await jsm.streams.add(config);
-    } catch (addErr) {
-      if (!isJsError(addErr, "streamNameInUse")) throw addErr;
-    }
-  }
+  });
 }
 
 export interface RouteConsumerOptions {
@@ -139,27 +133,13 @@ export async function ensureRouteConsumer(
   options: RouteConsumerOptions,
 ): Promise<string> {
   const name = taskConsumerName(options.route);
-  const mutable = {
-    ack_wait: nanos(options.ackWaitMs),
-    max_ack_pending: options.maxAckPending,
-    max_deliver: options.maxDeliver,
-  };
-  try {
-    await jsm.consumers.info(TASK_STREAM, name);
-    await jsm.consumers.update(TASK_STREAM, name, mutable);
-  } catch (err) {
-    if (!isJsError(err, "consumerNotFound")) throw err;
-    try {
-      await jsm.consumers.add(TASK_STREAM, {
-        durable_name: name,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        filter_subject: taskSubject(options.route),
-        ...mutable,
-      });
-    } catch (addErr) {
-      if (!isJsError(addErr, "consumerExists", "consumerNameInUse")) throw addErr;
-    }
-  }
+  await ensureDurable(jsm, {
+    stream: TASK_STREAM,
+    name,
+    filterSubject: taskSubject(options.route),
+    ackWaitMs: options.ackWaitMs,
+    maxAckPending: options.maxAckPending,
+    maxDeliver: options.maxDeliver,
+  });
   return name;
 }

@@ -7,10 +7,14 @@ export interface PullLoopOptions {
   /** Resolves when a running handler finishes (a slot may be free again). */
   readonly slotFreed: () => Promise<void>;
   readonly onMessage: (msg: JsMsg) => void;
-  readonly stopped: () => boolean;
   readonly onError: (err: unknown) => void;
   /** How long one pull request waits for messages. */
   readonly expiresMs?: number;
+}
+
+export interface PullLoop {
+  /** Ends the pull in progress and the loop; messages already handed out are the caller's. */
+  stop(): Promise<void>;
 }
 
 /**
@@ -18,25 +22,48 @@ export interface PullLoopOptions {
  * than it can run: the rest of a burst stays in JetStream, and no buffered message sits out its
  * ack wait in memory.
  */
-export async function runPullLoop(options: PullLoopOptions): Promise<void> {
-  while (!options.stopped()) {
-    if (options.free() <= 0) {
-      await options.slotFreed();
-      continue;
+export function runPullLoop(options: PullLoopOptions): PullLoop {
+  let stopped = false;
+  let current: { close(): Promise<unknown> } | undefined;
+  let wakeSlot: (() => void) | undefined;
+  const loop = (async () => {
+    while (!stopped) {
+      if (options.free() <= 0) {
+        await Promise.race([
+          options.slotFreed(),
+          new Promise<void>((resolve) => {
+            wakeSlot = resolve;
+          }),
+        ]);
+        continue;
+      }
+      try {
+        const batch = await options.consumer.fetch({
+          max_messages: options.free(),
+          expires: options.expiresMs ?? 2_000,
+        });
+        current = batch;
+        if (stopped) await batch.close();
+        for await (const msg of batch) options.onMessage(msg);
+      } catch (err) {
+        // A pull can end with a status (server shutdown, leadership change) as well as fail to
+        // start; either way the next pull starts after a pause.
+        if (stopped) break;
+        options.onError(err);
+        await Bun.sleep(500);
+      } finally {
+        current = undefined;
+      }
     }
-    let batch: Awaited<ReturnType<Consumer["fetch"]>>;
-    try {
-      batch = await options.consumer.fetch({
-        max_messages: options.free(),
-        expires: options.expiresMs ?? 2_000,
-      });
-    } catch (err) {
-      options.onError(err);
-      await Bun.sleep(500);
-      continue;
-    }
-    for await (const msg of batch) options.onMessage(msg);
-  }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      wakeSlot?.();
+      await current?.close().catch(() => undefined);
+      await loop;
+    },
+  };
 }
 
 /** Tracks running handlers; `freed()` resolves when any of them finishes. */

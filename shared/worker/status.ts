@@ -2,15 +2,18 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { appendEvent } from "../bus/append.ts";
 import { readLastEvent, type StoredEvent } from "../bus/read.ts";
 import type { Clock } from "../clock/index.ts";
-import type { JobEvent, JobStatus } from "../domain/index.ts";
+import {
+  decideStatus,
+  isStatusEventType,
+  type JobStatus,
+  type StatusEvent,
+  type StatusIntent,
+  type StatusRefusal,
+  statusAfter,
+} from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 
-/** The status events a job's `.job` subject holds. */
-export type StatusEvent = Extract<
-  JobEvent,
-  { type: "job.dispatched" | "job.running" | "job.done" | "job.error" | "job.rejected" }
->;
-export type StatusEventType = StatusEvent["type"];
+export type { StatusEvent, StatusEventType, StatusIntent } from "../domain/index.ts";
 
 /** Which job: the pair that names its subjects. */
 export interface JobRef {
@@ -26,22 +29,8 @@ export interface CurrentStatus {
   readonly seq: number;
 }
 
-const STATUS_OF: Record<StatusEventType, JobStatus> = {
-  "job.dispatched": "dispatched",
-  "job.running": "running",
-  "job.done": "done",
-  "job.error": "error",
-  "job.rejected": "rejected",
-};
-
-/** The status an event type moves a job to. */
-export function statusOf(type: StatusEventType): JobStatus {
-  return STATUS_OF[type];
-}
-
-function isStatusEvent(event: JobEvent): event is StatusEvent {
-  return event.type in STATUS_OF;
-}
+/** A job nothing has been appended for yet: what a first delivery of run.requested assumes. */
+export const QUEUED: CurrentStatus = { status: "queued", last: null, seq: 0 };
 
 /**
  * Reads the job's status from the last event of its `.job` subject (from the stream leader).
@@ -50,10 +39,10 @@ function isStatusEvent(event: JobEvent): event is StatusEvent {
  */
 export async function readStatus(jsm: JetStreamManager, ref: JobRef): Promise<CurrentStatus> {
   const last = await readLastEvent(jsm, ref.client_id, ref.job_id, "job");
-  if (last === null || !isStatusEvent(last.event)) {
+  if (last === null || !isStatusEventType(last.event.type)) {
     return { status: "queued", last, seq: last?.seq ?? 0 };
   }
-  return { status: statusOf(last.event.type), last, seq: last.seq };
+  return { status: statusAfter(last.event.type), last, seq: last.seq };
 }
 
 export interface StatusWriterDeps {
@@ -63,18 +52,28 @@ export interface StatusWriterDeps {
   readonly ids: IdGenerator;
 }
 
-/** A status event to append, before the envelope is added. */
-export type StatusIntent = {
-  [T in StatusEventType]: {
-    readonly type: T;
-    readonly data: Extract<StatusEvent, { type: T }>["data"];
-  };
-}[StatusEventType];
+/** One status write: the event a writer wants, and what it already knows of the job. */
+export interface StatusWrite {
+  readonly ref: JobRef;
+  readonly intent: StatusIntent;
+  /** The status the writer just read or wrote; without it the subject is read first. */
+  readonly known?: CurrentStatus;
+  readonly traceparent?: string;
+  /**
+   * Append only if nothing was appended since `known`: a lost race ends the write instead of
+   * re-deciding (a writer whose step depends on the exact state it read).
+   */
+  readonly onlyIfUnchanged?: boolean;
+}
 
 /** What writeStatus did. */
 export type WriteResult =
   | { readonly kind: "appended"; readonly seq: number; readonly event: StatusEvent }
-  | { readonly kind: "skipped"; readonly current: CurrentStatus };
+  | {
+      readonly kind: "refused";
+      readonly current: CurrentStatus;
+      readonly reason: StatusRefusal | "changed";
+    };
 
 /** Builds the full event for an intent. */
 export function buildStatusEvent(
@@ -96,38 +95,36 @@ export function buildStatusEvent(
 const MAX_ROUNDS = 8;
 
 /**
- * Read, decide, append: the one way status events are written (executor, dispatcher, watchdog,
- * executor reports, NATS workers). `decide` sees the current status and returns the event to
- * append, or undefined to stop. The append expects the sequence that was read; when another
- * writer got in between, the subject is read again and `decide` runs again, so two writers can
- * never both finish a job. `known` skips the first read when the caller has just read or written.
+ * Decide, append, and on a lost race read and decide again: the one way status events are written
+ * (executor kinds, deadline timers, executor reports, NATS workers). The domain's `decideStatus`
+ * says whether the intent may be appended to the current status. The append expects the subject
+ * sequence that was read, so two writers can never both finish a job.
  */
 export async function writeStatus(
   deps: StatusWriterDeps,
-  ref: JobRef,
-  decide: (current: CurrentStatus) => StatusIntent | undefined,
-  options: { readonly known?: CurrentStatus; readonly traceparent?: string } = {},
+  write: StatusWrite,
 ): Promise<WriteResult> {
-  let current = options.known ?? (await readStatus(deps.jsm, ref));
+  let current = write.known ?? (await readStatus(deps.jsm, write.ref));
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const intent = decide(current);
-    if (intent === undefined) return { kind: "skipped", current };
-    const event = buildStatusEvent(deps, ref, intent);
+    const decision = decideStatus(current.status, write.intent);
+    if (decision.kind === "refuse") return { kind: "refused", current, reason: decision.reason };
+    const event = buildStatusEvent(deps, write.ref, decision.intent);
     const result = await appendEvent(deps.js, event, {
       expectedLastSubjectSeq: current.seq,
-      ...(options.traceparent ? { traceparent: options.traceparent } : {}),
+      ...(write.traceparent ? { traceparent: write.traceparent } : {}),
     });
     if (result.kind !== "conflict") return { kind: "appended", seq: result.seq, event };
-    current = await readStatus(deps.jsm, ref);
+    current = await readStatus(deps.jsm, write.ref);
+    if (write.onlyIfUnchanged) return { kind: "refused", current, reason: "changed" };
   }
-  throw new Error(`job ${ref.job_id}: status write kept conflicting`);
+  throw new Error(`job ${write.ref.job_id}: status write kept conflicting`);
 }
 
-/** The status a successful write left the job in. */
-export function statusAfter(result: WriteResult): CurrentStatus {
+/** The status a write left the job in. */
+export function statusAfterWrite(result: WriteResult): CurrentStatus {
   return result.kind === "appended"
     ? {
-        status: statusOf(result.event.type),
+        status: statusAfter(result.event.type),
         last: { seq: result.seq, event: result.event },
         seq: result.seq,
       }

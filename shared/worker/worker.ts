@@ -7,12 +7,12 @@ import {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Clock, systemClock } from "../clock/index.ts";
-import { canMove, isFinal, type JobErrorInfo } from "../domain/index.ts";
+import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
 import { traceIdOf } from "../trace/index.ts";
 import { decodeTask, TASK_STREAM, type Task, taskConsumerName } from "./protocol.ts";
-import { runPullLoop, TaskSet } from "./pull.ts";
-import { type CurrentStatus, statusAfter, writeStatus } from "./status.ts";
+import { type PullLoop, runPullLoop, TaskSet } from "./pull.ts";
+import { type CurrentStatus, statusAfterWrite, writeStatus } from "./status.ts";
 
 /** What a handler gets besides the task. */
 export interface TaskContext {
@@ -107,8 +107,35 @@ export function createWorker(options: WorkerOptions): Worker {
   const running = new TaskSet();
   const abort = new AbortController();
   let stopping = false;
-  let loop: Promise<void> | undefined;
+  let loop: Promise<PullLoop | undefined> | undefined;
   let ackWaitMs = 30_000;
+
+  /** What the worker knows of the job before its first append: nothing after a redelivery. */
+  const knownAtStart = (task: Task, delivery: number): CurrentStatus | undefined =>
+    delivery === 1 && task.expected_seq !== undefined
+      ? { status: "dispatched", last: null, seq: task.expected_seq }
+      : undefined;
+
+  /** Runs the handler; the outcome to record, or undefined when stopping (the task is nak'ed). */
+  const runHandler = async (
+    task: Task,
+    msg: JsMsg,
+    signal: AbortSignal,
+  ): Promise<StatusIntent | undefined> => {
+    try {
+      const output = await options.handler(task, {
+        signal,
+        working: () => msg.working(),
+        delivery: msg.info.deliveryCount,
+      });
+      return { type: "job.done", data: { output } };
+    } catch (err) {
+      if (abort.signal.aborted) return undefined;
+      const failed = failure(err);
+      logger.warn({ job_id: task.job_id, code: failed.data.code }, "task failed");
+      return failed;
+    }
+  };
 
   const handle = async (msg: JsMsg): Promise<void> => {
     const task = decodeTask(msg.data);
@@ -121,71 +148,60 @@ export function createWorker(options: WorkerOptions): Worker {
     // The run's trace context travels on the task message and on every event the worker writes.
     const traceparent = msg.headers?.get("traceparent") || undefined;
     const trace = traceparent ? { traceparent } : {};
-    const log = {
-      job_id: task.job_id,
-      route: task.route,
-      delivery: msg.info.deliveryCount,
-      ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
-    };
-    const started = await writeStatus(
-      deps(),
+    const known = knownAtStart(task, msg.info.deliveryCount);
+    const started = await writeStatus(deps(), {
       ref,
-      (c) =>
-        isFinal(c.status) || !canMove(c.status, "running")
-          ? undefined
-          : { type: "job.running", data: {} },
-      trace,
-    );
-    if (started.kind === "skipped") {
-      // Finished already (by another worker, or the watchdog): nothing to do.
+      intent: { type: "job.running", data: {} },
+      ...(known ? { known } : {}),
+      ...trace,
+    });
+    if (started.kind === "refused") {
+      // Finished already (by another worker, a deadline, a cancel): nothing to do.
       msg.ack();
       return;
     }
     const keepAlive = setInterval(() => msg.working(), Math.max(250, Math.floor(ackWaitMs / 3)));
     const deadlineMs = Date.parse(task.deadline) - deps().clock.now().getTime();
     const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(Math.max(1, deadlineMs))]);
-    let known: CurrentStatus = statusAfter(started);
-    let outcome: Parameters<typeof writeStatus>[2];
-    try {
-      const output = await options.handler(task, {
-        signal,
-        working: () => msg.working(),
-        delivery: msg.info.deliveryCount,
-      });
-      outcome = (c) => (isFinal(c.status) ? undefined : { type: "job.done", data: { output } });
-    } catch (err) {
-      if (abort.signal.aborted) {
-        // Stopping: leave the task un-acked so another worker takes it after the ack wait.
-        clearInterval(keepAlive);
-        msg.nak();
-        return;
-      }
-      const failed = failure(err);
-      logger.warn({ ...log, code: failed.data.code }, "task failed");
-      outcome = (c) =>
-        isFinal(c.status) || !canMove(c.status, failed.type === "job.error" ? "error" : "rejected")
-          ? undefined
-          : failed;
-    } finally {
-      clearInterval(keepAlive);
+    const outcome = await runHandler(task, msg, signal).finally(() => clearInterval(keepAlive));
+    if (outcome === undefined) {
+      // Stopping: leave the task for another worker.
+      msg.nak();
+      return;
     }
-    const finished = await writeStatus(deps(), ref, outcome, { known, ...trace });
-    known = statusAfter(finished);
+    // The final event carries the run summary the executor put in the task, so the callback
+    // service needs no read.
+    const intent = (
+      task.run === undefined ? outcome : { ...outcome, data: { ...outcome.data, run: task.run } }
+    ) as StatusIntent;
+    const finished = await writeStatus(deps(), {
+      ref,
+      intent,
+      known: statusAfterWrite(started),
+      ...trace,
+    });
     logger.info(
-      { ...log, status: known.status, persisted: finished.kind === "appended" },
+      {
+        job_id: task.job_id,
+        route: task.route,
+        delivery: msg.info.deliveryCount,
+        ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
+        status: statusAfterWrite(finished).status,
+        persisted: finished.kind === "appended",
+      },
       "task finished",
     );
     msg.ack();
   };
 
-  const pull = async () => {
+  const pull = async (): Promise<PullLoop | undefined> => {
     const consumer = await js.consumers.get(TASK_STREAM, taskConsumerName(options.route));
     ackWaitMs = Math.floor(((await consumer.info(true)).config.ack_wait ?? 30e9) / 1_000_000);
-    await runPullLoop({
+    if (stopping) return undefined;
+    return runPullLoop({
       consumer,
       free: () => concurrency - running.size,
       slotFreed: () => running.freed(),
-      stopped: () => stopping,
       expiresMs: options.pullExpiresMs ?? 2_000,
       onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
       onMessage: (msg) =>
@@ -217,7 +233,7 @@ export function createWorker(options: WorkerOptions): Worker {
     async stop() {
       stopping = true;
       abort.abort();
-      await loop?.catch(() => undefined);
+      await (await loop?.catch(() => undefined))?.stop();
       await running.settled();
     },
     inFlight: () => running.size,

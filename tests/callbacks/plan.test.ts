@@ -1,19 +1,21 @@
 import { describe, expect, test } from "bun:test";
 import {
-  afterAttempt,
   buildCallbackBody,
   callbackSettings,
-  jittered,
   MAX_CALLBACK_BODY_BYTES,
-  maxDeliveries,
-  nextStep,
-  type RetryPolicy,
   scheduleFor,
   webhookIdFor,
 } from "../../services/callback/index.ts";
 import type { StoredEvent } from "../../shared/bus/index.ts";
 import { parseConfig } from "../../shared/config/index.ts";
-import type { JobEvent, JobView } from "../../shared/domain/index.ts";
+import {
+  afterAttempt,
+  type JobEvent,
+  type JobView,
+  jittered,
+  decideCallbackStep as nextStep,
+  type RetryPolicy,
+} from "../../shared/domain/index.ts";
 import type { DeliveryAttempt } from "../../shared/net/index.ts";
 
 const NOW = Date.parse("2026-01-01T00:00:10.000Z");
@@ -55,7 +57,7 @@ describe("nextStep: the `.cb` log is the durable schedule", () => {
       error_class: "network",
       next_attempt_at: "2026-01-01T01:00:10.000Z",
     });
-    expect(nextStep(original, last, NOW)).toEqual({ kind: "wait", delayMs: 3_600_000 });
+    expect(nextStep(original, last, NOW)).toEqual({ kind: "wait", delayMs: 3_600_000, attempt: 2 });
   });
 
   test("a crash after recording a 2xx attempt completes it as delivered without sending again", () => {
@@ -114,7 +116,6 @@ describe("afterAttempt", () => {
     jitter: 0.2,
     maxRetryAfterMs: 3_600_000,
     random: () => 0.5,
-    canRedeliver: true,
   };
   const result = (over: Partial<DeliveryAttempt>): DeliveryAttempt => ({
     ok: false,
@@ -141,9 +142,6 @@ describe("afterAttempt", () => {
     expect(afterAttempt(result({}), 0, policy)).toEqual({ kind: "retry", delayMs: 5_000 });
     expect(afterAttempt(result({}), 1, policy)).toEqual({ kind: "retry", delayMs: 300_000 });
     expect(afterAttempt(result({}), 2, policy)).toEqual({ kind: "failed", reason: "exhausted" });
-    expect(afterAttempt(result({}), 0, { ...policy, canRedeliver: false })).toMatchObject({
-      reason: "exhausted",
-    });
   });
 
   test("Retry-After stretches a delay up to the bound, never shortens it", () => {
@@ -245,7 +243,9 @@ ${extra}`;
     expect(settings.jitter).toBe(0.2);
     expect(scheduleFor(settings, "acme")).toEqual([1_000, 2_000]);
     expect(scheduleFor(settings, "other")).toBe(settings.scheduleMs);
-    expect(maxDeliveries(settings)).toBeGreaterThan(settings.scheduleMs.length + 1);
+    expect(settings.concurrency).toBe(256);
+    expect(settings.perDestinationConcurrency).toBe(64);
+    expect(settings.maxWaitingPerDestination).toBe(5_000);
   });
 
   test("a bad allowlist entry stops start-up naming the entry", () => {

@@ -143,15 +143,19 @@ describe("builtin targets", () => {
 });
 
 describe("http target", () => {
-  test("200 with a JSON result → dispatched, done with the output", async () => {
+  test("200 with a JSON result → done with the output, and no other status event", async () => {
     const jobId = await submit("x.http", "ping");
     expect(await waitFinal(get, jobId)).toMatchObject({
       status: "done",
       output: { echoed: "ping" },
     });
     const events = await jobEvents(hub.nats.nc, CLIENT.id, jobId);
-    expect(events.map((e) => e.type)).toEqual(["job.dispatched", "job.done"]);
-    expect(events[0]?.data).toEqual({ target: "http", attempt: 1 });
+    expect(events.map((e) => e.type)).toEqual(["job.done"]);
+    // The final event carries what the callback service needs, so it reads nothing.
+    expect(events[0]?.data).toMatchObject({
+      output: { echoed: "ping" },
+      run: { route: "x.http", request_id: expect.any(String), created_at: expect.any(String) },
+    });
   });
 
   test("the task is signed: the standardwebhooks package verifies it", async () => {
@@ -168,22 +172,25 @@ describe("http target", () => {
     expect(() => new Webhook(generateWebhookSecret()).verify(task.body, task.headers)).toThrow();
   });
 
-  test("500, 500, then 200 → done after 3 attempts, each recorded", async () => {
+  test("500, 500, then 200 → done after 3 attempts, each failure recorded", async () => {
     const jobId = await submit("x.flaky");
     expect(await waitFinal(get, jobId)).toMatchObject({ status: "done", output: "third" });
     const events = await jobEvents(hub.nats.nc, CLIENT.id, jobId);
     expect(events.map((e) => e.type)).toEqual([
-      "job.dispatched",
-      "job.dispatched",
-      "job.dispatched",
+      "job.attempt_failed",
+      "job.attempt_failed",
       "job.done",
     ]);
-    expect(events.slice(0, 3).map((e) => e.data)).toEqual(
-      [1, 2, 3].map((attempt) => ({
+    expect(events.slice(0, 2).map((e) => e.data)).toEqual(
+      [1, 2].map((attempt) => ({
         target: "http",
         attempt,
+        reason: "http_500",
+        status_code: 500,
+        next_attempt_at: expect.any(String),
       })),
     );
+    expect(events[2]?.data).toMatchObject({ output: "third", attempts: 3 });
     expect(server.forJob(jobId).map((t) => t.headers["switchyard-attempt"])).toEqual([
       "1",
       "2",

@@ -1,9 +1,17 @@
 import { expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { Load, startCallbackReceiver, verifyEchoOutcomes } from "./checks.ts";
-import { faultYaml, getJob, hubProcs, type ProcName, startAllServices } from "./procs.ts";
+import {
+  FAULT_CLIENT,
+  faultYaml,
+  getJob,
+  hubProcs,
+  type ProcName,
+  startAllServices,
+} from "./procs.ts";
 
 // Each service runs as its own process (`switchyard serve <svc>`) and is SIGKILLed mid-stream,
 // then started again. The executor and callback services alone are covered by
@@ -94,10 +102,26 @@ test("projector SIGKILLed mid-stream and restarted: GET falls back to the stream
     timeoutMs: 20_000,
   });
   await t.stopLoadAndVerify();
-  // The views themselves (not the stream fallback) are complete: every job has its KV entry.
-  const kv = await jetstreamManager(t.nats.nc);
-  const bucket = await kv.streams.info("KV_sy_jobs");
-  expect(bucket.state.messages).toBeGreaterThanOrEqual(load.accepted.size);
+  // GET above may have answered from the stream fallback. The views themselves must be complete
+  // once the projector has caught up: every accepted job's own KV view, final and done. (This
+  // used to count the bucket's messages right after the load, racing the projector's backlog.)
+  const jsm = await jetstreamManager(t.nats.nc);
+  await waitFor(
+    "the projector to apply every event",
+    async () => {
+      const info = await jsm.consumers.info("SWITCHYARD_EVENTS", "projector");
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  const kv = await new Kvm(t.nats.nc).open("sy_jobs");
+  const missing: string[] = [];
+  for (const jobId of load.jobIds()) {
+    const entry = await kv.get(`${FAULT_CLIENT.id}.${jobId}`);
+    const view = entry?.operation === "PUT" ? (entry.json() as { status?: string }) : undefined;
+    if (view?.status !== "done") missing.push(`${jobId}: ${view?.status ?? "no view"}`);
+  }
+  expect(missing).toEqual([]);
 }, 90_000);
 
 test("all four services SIGKILLed in turn under one load: exactly once, callbacks delivered once", async () => {

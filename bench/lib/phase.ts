@@ -1,0 +1,140 @@
+/**
+ * One measured phase of the benchmark: a load or e2e run in its own process, then the drain of
+ * the background work it caused. CPU per process and, for the hub, nats-server's counters are read
+ * before the run and after the drain, so the figures per job include every bit of work the jobs
+ * caused, also what finished after the load generator stopped.
+ */
+import { join } from "node:path";
+import type { E2eResult, E2eSpec } from "../e2e.ts";
+import type { LoadResult, LoadSpec } from "../load.ts";
+import { cpuSec, machineBusySec, ROOT, readResultLine, round, spawnChild } from "./common.ts";
+import {
+  type CostTotals,
+  diffSnapshots,
+  type JetStreamCost,
+  type JetStreamMonitor,
+  perUnit,
+} from "./jetstream.ts";
+import { cpuDelta, type ProcessTable } from "./procs.ts";
+
+export const HUB_SERVICES = ["ingress", "projector", "executor", "callback"] as const;
+/** The whole hub: nats-server and its four services. */
+export const HUB_PROCS = ["nats-server", ...HUB_SERVICES] as const;
+
+export interface PhaseFigures {
+  /** From the run's start to the end of the drain. */
+  readonly wallSec: number;
+  readonly drainSec: number;
+  /** Jobs completed (or requests answered) the per-unit figures divide by. */
+  readonly units: number;
+  readonly unit: "job" | "request" | "run";
+  /** CPU seconds per tracked process over the phase. */
+  readonly cpuSec: Readonly<Record<string, number>>;
+  readonly jetstream?: {
+    readonly cost: JetStreamCost;
+    readonly perUnit: Readonly<Record<keyof CostTotals, number>>;
+  };
+}
+
+export interface PhaseDeps {
+  readonly bun: string;
+  readonly procs: ProcessTable;
+  readonly monitor: JetStreamMonitor;
+}
+
+/** Busy cores per process during the child's own run (not the drain), and the machine's. */
+type Cores = Record<string, number>;
+
+export type Measured<T> = T & { readonly cpuCores: Cores; readonly phase: PhaseFigures };
+
+async function runChild<T>(
+  deps: PhaseDeps,
+  script: string,
+  spec: unknown,
+  timeoutMs: number,
+): Promise<T & { cpuCores: Cores }> {
+  const child = spawnChild(script, [deps.bun, join(ROOT, script), JSON.stringify(spec)], {
+    NODE_ENV: "production",
+  });
+  const before = deps.procs.cpu();
+  const machineBefore = machineBusySec();
+  const t0 = performance.now();
+  try {
+    const result = await readResultLine<T>(child, "RESULT", timeoutMs);
+    const wallSec = (performance.now() - t0) / 1000;
+    const cores: Cores = {};
+    for (const [who, sec] of Object.entries(cpuDelta(before, deps.procs.cpu()))) {
+      cores[who] = round(sec / wallSec, 2);
+    }
+    cores["load generator"] = round(cpuSec(child.pid) / wallSec, 2);
+    // Everything else on the machine (other people's work on a shared box): busy cores not
+    // accounted to a bench process.
+    const machine = (machineBusySec() - machineBefore) / wallSec;
+    const ours = Object.values(cores).reduce((a, b) => a + (Number.isNaN(b) ? 0 : b), 0);
+    cores["(machine, all)"] = round(machine, 2);
+    cores["(others)"] = round(Math.max(0, machine - ours), 2);
+    return { ...result, cpuCores: cores };
+  } finally {
+    await child.stop();
+  }
+}
+
+export interface PhaseSpec<T> {
+  readonly run: () => Promise<T & { cpuCores: Cores }>;
+  readonly drain: () => Promise<number>;
+  readonly units: (result: T) => number;
+  readonly unit: PhaseFigures["unit"];
+  /** Read nats-server's counters (phases the hub or the ceiling serve). */
+  readonly countJetStream: boolean;
+}
+
+export async function measurePhase<T>(deps: PhaseDeps, spec: PhaseSpec<T>): Promise<Measured<T>> {
+  const snapBefore = spec.countJetStream ? await deps.monitor.snapshot() : undefined;
+  const cpuBefore = deps.procs.cpu();
+  const t0 = performance.now();
+  const result = await spec.run();
+  const drainSec = await spec.drain();
+  const wallSec = (performance.now() - t0) / 1000;
+  const cpu = cpuDelta(cpuBefore, deps.procs.cpu());
+  const units = spec.units(result);
+  let jetstream: PhaseFigures["jetstream"];
+  if (snapBefore) {
+    const cost = diffSnapshots(snapBefore, await deps.monitor.snapshot());
+    jetstream = { cost, perUnit: perUnit(cost, units) };
+  }
+  const phase: PhaseFigures = {
+    wallSec: round(wallSec),
+    drainSec,
+    units,
+    unit: spec.unit,
+    cpuSec: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(v, 3)])),
+    ...(jetstream ? { jetstream } : {}),
+  };
+  return { ...result, phase };
+}
+
+export function load(deps: PhaseDeps, spec: LoadSpec) {
+  return runChild<LoadResult>(deps, "bench/load.ts", spec, (spec.durationSec + 60) * 1000);
+}
+
+export function e2e(deps: PhaseDeps, spec: E2eSpec) {
+  return runChild<E2eResult>(deps, "bench/e2e.ts", spec, (spec.timeoutSec + 60) * 1000);
+}
+
+/** CPU seconds of a whole system (its processes) in a phase. */
+export function systemCpuSec(phase: PhaseFigures | undefined, procs: readonly string[]): number {
+  if (!phase) return Number.NaN;
+  return procs.reduce((sum, p) => sum + (phase.cpuSec[p] ?? 0), 0);
+}
+
+/** Units per CPU-second of a whole system over a phase (drain included). */
+export function perCpuSec(phase: PhaseFigures | undefined, procs: readonly string[]): number {
+  const sec = systemCpuSec(phase, procs);
+  return phase && sec > 0 ? phase.units / sec : Number.NaN;
+}
+
+/** CPU µs per unit of a whole system over a phase (drain included). */
+export function cpuUsPerUnit(phase: PhaseFigures | undefined, procs: readonly string[]): number {
+  const sec = systemCpuSec(phase, procs);
+  return phase && phase.units > 0 ? (sec * 1e6) / phase.units : Number.NaN;
+}

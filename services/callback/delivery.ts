@@ -1,0 +1,168 @@
+import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import { appendEvent } from "../../shared/bus/index.ts";
+import type { Clock } from "../../shared/clock/index.ts";
+import type { ClientConfig } from "../../shared/config/index.ts";
+import {
+  type AttemptRecord,
+  afterAttempt,
+  type DeliveryTrigger,
+  type JobEvent,
+  recordAttempt,
+} from "../../shared/domain/index.ts";
+import type { IdGenerator } from "../../shared/ids/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";
+import { traceIdOf } from "../../shared/trace/index.ts";
+import { webhookHeaders } from "../../shared/webhooks/index.ts";
+import type { LaneItem } from "./lanes.ts";
+import { buildCallbackBody, type CompletedJob, webhookIdFor } from "./payload.ts";
+import { ackWaitMs, type CallbackSettings, scheduleFor } from "./settings.ts";
+
+/** One callback attempt to make, and the message that holds it until the outcome is stored. */
+export interface Delivery extends LaneItem {
+  readonly job: CompletedJob;
+  readonly url: string;
+  readonly trigger: DeliveryTrigger;
+  readonly attempt: number;
+  /** The `.cb` subject's sequence this attempt's record must follow (0: nothing recorded yet). */
+  readonly cbSeq: number;
+  /** Stream sequence of the job's final event (what a queued retry reads back). */
+  readonly finalSeq: number;
+  readonly traceparent?: string;
+  /** The message to settle: a final status event, or a queue entry. */
+  readonly msg: JsMsg;
+  readonly deferrals: number;
+}
+
+/** What the attempt came to, for the caller to settle its message. */
+export type DeliveryEnd =
+  | { readonly kind: "settled" }
+  | { readonly kind: "retry"; readonly dueAt: number; readonly cbSeq: number }
+  /** Another writer recorded first (a duplicate delivery): it owns the next step. */
+  | { readonly kind: "superseded" };
+
+export interface AttemptRunnerDeps {
+  readonly js: JetStreamClient;
+  readonly settings: CallbackSettings;
+  readonly client: (clientId: string) => ClientConfig | undefined;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly random: () => number;
+  readonly connections: ConnectionPool;
+  readonly resolver?: Resolver;
+  readonly metrics?: Pick<HubMetrics, "callbackAttempts">;
+}
+
+/**
+ * Makes one attempt and records it as one `.cb` event (the domain's recordAttempt): a delivery is
+ * `callback.delivered` carrying the attempt's status and duration, a final failure
+ * `callback.failed`, a failure with a retry `callback.attempted` with next_attempt_at. The record
+ * is appended with the `.cb` subject's expected sequence, so two deliveries of the same job cannot
+ * both record one.
+ */
+export function createAttemptRunner(deps: AttemptRunnerDeps) {
+  const { settings } = deps;
+  const nowMs = () => deps.clock.now().getTime();
+
+  const append = async (d: Delivery, record: AttemptRecord): Promise<number | undefined> => {
+    const event = {
+      id: deps.ids.next("evt"),
+      type: record.type,
+      schema_version: 1,
+      job_id: d.job.job_id,
+      client_id: d.job.client_id,
+      occurred_at: deps.clock.now().toISOString(),
+      data: record.data,
+    } as JobEvent;
+    const result = await appendEvent(deps.js, event, {
+      expectedLastSubjectSeq: d.cbSeq,
+      ...(d.traceparent ? { traceparent: d.traceparent } : {}),
+    });
+    return result.kind === "conflict" ? undefined : result.seq;
+  };
+
+  const log = (d: Delivery) =>
+    deps.logger.child({
+      job_id: d.job.job_id,
+      client_id: d.job.client_id,
+      ...(d.traceparent ? { trace_id: traceIdOf(d.traceparent) } : {}),
+    });
+
+  /** Records a callback that cannot be sent (the client has no secret any more). */
+  const refuse = async (d: Delivery): Promise<DeliveryEnd> => {
+    log(d).warn("client has no callback secret any more; callback not sent");
+    const seq = await append(d, {
+      type: "callback.failed",
+      data: { attempts: d.attempt - 1, reason: "refused" },
+    });
+    return seq === undefined ? { kind: "superseded" } : { kind: "settled" };
+  };
+
+  return async function attempt(d: Delivery): Promise<DeliveryEnd> {
+    const secrets = deps.client(d.job.client_id)?.callback_secrets ?? [];
+    // Submit refuses callback_url without a secret; the secrets were removed since. Never unsigned.
+    if (secrets.length === 0) return refuse(d);
+    const body = buildCallbackBody(d.job);
+    const headers: Record<string, string> = {
+      ...webhookHeaders({
+        id: webhookIdFor(d.job.job_id),
+        timestamp: Math.floor(nowMs() / 1000),
+        body,
+        secrets,
+      }),
+      ...(d.traceparent ? { traceparent: d.traceparent } : {}),
+    };
+    // Keep the message ours while the receiver is slow (ack_wait already exceeds the budget).
+    const keepAlive = setInterval(() => d.msg.working(), Math.max(1_000, ackWaitMs(settings) / 3));
+    const result = await deliverWebhook({
+      url: d.url,
+      body,
+      headers,
+      timeoutMs: settings.timeoutMs,
+      ...settings.policy,
+      ...(deps.resolver ? { resolver: deps.resolver } : {}),
+      clock: nowMs,
+      connections: deps.connections,
+    }).finally(() => clearInterval(keepAlive));
+    const base = d.trigger.kind === "redelivery" ? d.trigger.baseAttempts : 0;
+    const outcome = afterAttempt(result, d.attempt - base - 1, {
+      scheduleMs: scheduleFor(settings, d.job.client_id),
+      jitter: settings.jitter,
+      maxRetryAfterMs: settings.maxRetryAfterMs,
+      random: deps.random,
+    });
+    const now = nowMs();
+    const record = recordAttempt({
+      attempt: d.attempt,
+      result,
+      outcome,
+      trigger: d.trigger,
+      nowMs: now,
+    });
+    const seq = await append(d, record);
+    deps.metrics?.callbackAttempts.inc({
+      outcome: outcome.kind === "failed" && outcome.reason === "gone" ? "gone" : outcome.kind,
+    });
+    if (seq === undefined || deps.logger.isLevelEnabled("info") || outcome.kind === "failed") {
+      const fields = {
+        attempt: d.attempt,
+        status: result.status,
+        duration_ms: result.durationMs,
+        error_class: result.errorClass,
+        rule: result.rule,
+        outcome: outcome.kind,
+        recorded: seq !== undefined,
+      };
+      if (outcome.kind === "failed") log(d).warn(fields, "callback failed");
+      else log(d).info(fields, "callback attempt");
+    }
+    if (seq === undefined) return { kind: "superseded" };
+    if (outcome.kind === "retry")
+      return { kind: "retry", dueAt: now + outcome.delayMs, cbSeq: seq };
+    return { kind: "settled" };
+  };
+}
+
+export type AttemptRunner = ReturnType<typeof createAttemptRunner>;

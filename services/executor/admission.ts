@@ -1,0 +1,162 @@
+import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import {
+  decodeEvent,
+  ensureDurable,
+  PoisonMessageError,
+  subjectFilters,
+  TOPOLOGY,
+  TRACEPARENT_HEADER,
+} from "../../shared/bus/index.ts";
+import type { Clock } from "../../shared/clock/index.ts";
+import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
+import { decideAdmission, isFinal, type RunRequested } from "../../shared/domain/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { traceIdOf } from "../../shared/trace/index.ts";
+import {
+  type PullLoop,
+  QUEUED,
+  readStatus,
+  runPullLoop,
+  TaskSet,
+} from "../../shared/worker/index.ts";
+import { type JobWriter, jobContextOf } from "./job-writer.ts";
+import type { KindRuntime } from "./kinds/kind.ts";
+import type { Slots } from "./slots.ts";
+
+export interface AdmissionDeps {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly routes: RouteTable;
+  /** The started runtime of every configured executor kind. */
+  readonly kinds: ReadonlyMap<string, KindRuntime>;
+  readonly writer: JobWriter;
+  readonly slots: Slots;
+  readonly logger: Logger;
+  readonly clock: Clock;
+}
+
+export interface Admission {
+  start(): Promise<void>;
+  /** Stops pulling; jobs in hand finish (a graceful stop lets builtins complete). */
+  stop(): Promise<void>;
+  inFlight(): number;
+}
+
+/** run.requested kept alive while a job is held longer than this (ack_wait is 10 s). */
+const KEEP_ALIVE_MS = 3_000;
+
+/**
+ * Consumes run.requested (durable "executor") and hands each run to its route's executor kind.
+ * A first delivery assumes the job is queued and reads nothing (the kind's first append expects
+ * sequence 0, which catches anything else); a redelivery reads the job's status first, so a
+ * finished job is not run again. Refusals (route unknown or disabled, input too large, deadline
+ * passed while queued) are decided by the domain. The message is acked only after the kind has
+ * persisted what it did; pulls are sized to the process's free slots, so no message waits in
+ * memory while its ack wait runs.
+ */
+export function createAdmission(deps: AdmissionDeps): Admission {
+  const { logger } = deps;
+  const running = new TaskSet();
+  let loop: PullLoop | undefined;
+
+  const admit = async (msg: JsMsg, run: RunRequested): Promise<void> => {
+    const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
+    const current = msg.info.redelivered ? await readStatus(deps.jsm, run) : QUEUED;
+    if (isFinal(current.status)) return msg.ack();
+    const context = jobContextOf(run, traceparent);
+    const route = deps.routes.route(run.data.route);
+    const decision = decideAdmission({
+      run,
+      route: route && {
+        enabled: route.enabled,
+        maxInputBytes: route.max_input_bytes,
+        deadlineMs: parseDuration(route.deadline),
+      },
+      inputBytes: Buffer.byteLength(run.data.input, "utf8"),
+      now: deps.clock.now().getTime(),
+    });
+    if (decision.kind === "end" || route === undefined) {
+      if (decision.kind === "end")
+        await deps.writer.write(context, decision.intent, { known: current });
+      return msg.ack();
+    }
+    const kind = deps.kinds.get(route.executor.kind);
+    if (kind === undefined) throw new Error(`no runtime for executor kind ${route.executor.kind}`);
+    const log = logger.child({
+      job_id: run.job_id,
+      client_id: run.client_id,
+      ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
+    });
+    let lastKeepAlive = 0;
+    await kind.run({
+      run,
+      route,
+      context,
+      deadlineAt: decision.deadlineAt,
+      current,
+      keepAlive: () => {
+        const now = Date.now();
+        if (now - lastKeepAlive < KEEP_ALIVE_MS) return;
+        lastKeepAlive = now;
+        msg.working();
+      },
+      log,
+    });
+    msg.ack();
+  };
+
+  const handle = async (msg: JsMsg): Promise<void> => {
+    let event: ReturnType<typeof decodeEvent>;
+    try {
+      event = decodeEvent(msg.data);
+    } catch (err) {
+      if (!(err instanceof PoisonMessageError)) throw err;
+      logger.error({ seq: msg.seq, reason: err.message }, "poison run.requested terminated");
+      return msg.term(err.message);
+    }
+    if (event.type !== "run.requested") return msg.term("not a run.requested event");
+    await admit(msg, event);
+  };
+
+  return {
+    async start() {
+      await ensureDurable(deps.jsm, {
+        name: TOPOLOGY.consumers.executor,
+        filterSubject: subjectFilters.kind("run"),
+        // Short, so a crashed process's runs come back soon; held jobs call working().
+        ackWaitMs: 10_000,
+        maxAckPending: Math.max(deps.slots.size * 4, 256),
+      });
+      const consumer = await deps.js.consumers.get(
+        TOPOLOGY.eventsStream,
+        TOPOLOGY.consumers.executor,
+      );
+      loop = runPullLoop({
+        consumer,
+        free: () => deps.slots.free(),
+        slotFreed: () => deps.slots.freed(),
+        onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
+        onMessage: (msg) => {
+          const release = deps.slots.take();
+          running.add(
+            handle(msg)
+              .catch((err: unknown) => {
+                logger.error(
+                  { seq: msg.seq, err: (err as Error).message },
+                  "job handling failed; will retry",
+                );
+                msg.nak(1_000);
+              })
+              .finally(release),
+          );
+        },
+      });
+      logger.info({ concurrency: deps.slots.size }, "executor admission started");
+    },
+    async stop() {
+      await loop?.stop();
+      await running.settled();
+    },
+    inFlight: () => running.size,
+  };
+}

@@ -1,0 +1,1 @@
+export { type MigrationDeps, type MigrationReport, migrateStore } from "./migrate.ts";

@@ -1,0 +1,248 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+import {
+  decodeEvent,
+  isJsError,
+  markStoreVersion,
+  readLastEvent,
+  readStoreVersion,
+  readStream,
+  STORE_VERSION,
+  subjectFilters,
+  TOPOLOGY,
+} from "../../shared/bus/index.ts";
+import type { Clock } from "../../shared/clock/index.ts";
+import { type Config, parseDuration } from "../../shared/config/index.ts";
+import type { DispatchIndex } from "../../shared/dispatch/index.ts";
+import {
+  type DeliveryTrigger,
+  decideCallbackStep,
+  type FinalEvent,
+  isFinal,
+  isFinalEvent,
+  type RunRequested,
+} from "../../shared/domain/index.ts";
+import type { IdGenerator } from "../../shared/ids/index.ts";
+import { createProgress, type ProgressSink } from "../../shared/progress/index.ts";
+import {
+  ensureScheduleStreams,
+  publishCallbackWakeup,
+  publishDeadlineTimer,
+} from "../../shared/schedule/index.ts";
+import { readStatus, statusAfterWrite, writeStatus } from "../../shared/worker/index.ts";
+
+/** Consumers of store version 1 that version 2 replaced. */
+export const V1_WATCHDOG = "watchdog";
+export const V1_REDELIVERY = "callback-redelivery";
+/** Deadline of a job whose route is gone from the config (the schema's default). */
+const DEFAULT_DEADLINE_MS = 15 * 60_000;
+
+export interface MigrationDeps {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly meta: KV;
+  readonly dispatch: DispatchIndex;
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  /** A TTY gets progress lines; anything else nothing. */
+  readonly progress: ProgressSink;
+}
+
+export interface MigrationReport {
+  readonly from: number | "fresh";
+  readonly to: number;
+  /** Open jobs handed to NATS workers or HTTP executors that got a deadline timer. */
+  readonly deadlineTimers: number;
+  /** HTTP attempts that 0.1 left in flight, recorded as failed so the new dispatcher resends. */
+  readonly resumedHttpAttempts: number;
+  /** Callbacks still retrying, and unserved redelivery requests, now waiting in the queue. */
+  readonly callbackWakeups: number;
+  readonly removedConsumers: readonly string[];
+}
+
+/** Where a v1 consumer stood: everything after its ack floor may still be open. */
+async function floorOf(deps: MigrationDeps, durable: string): Promise<number | undefined> {
+  try {
+    const info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
+    return info.ack_floor.stream_seq + 1;
+  } catch (err) {
+    if (isJsError(err, "consumerNotFound")) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Open jobs of asynchronous executors get the deadline timer 0.2 keeps in SWITCHYARD_DEADLINES
+ * (0.1's watchdog consumer held their run.requested instead). Builtin jobs need nothing: their
+ * run.requested is still un-acked in the executor consumer. An HTTP attempt 0.1 recorded as
+ * dispatched but never saw answered (no 202 in the dispatch record) is recorded as failed, so the
+ * route's dispatcher sends the next attempt instead of waiting for a report that cannot come.
+ */
+async function carryDeadlines(deps: MigrationDeps) {
+  let timers = 0;
+  let resumed = 0;
+  const fromSeq = (await floorOf(deps, V1_WATCHDOG)) ?? 1;
+  const progress = createProgress({ label: "open jobs checked", sink: deps.progress });
+  for await (const record of readStream(deps.js, {
+    filterSubject: subjectFilters.kind("run"),
+    fromSeq,
+  })) {
+    progress.tick();
+    const run = decodeEvent(record.data) as RunRequested;
+    let current = await readStatus(deps.jsm, run);
+    if (isFinal(current.status)) continue;
+    const route = deps.config.routes.find((r) => r.key === run.data.route);
+    const kind = route?.executor.kind;
+    if (kind === "builtin") continue;
+    const last = current.last?.event;
+    if (kind === "http" && last?.type === "job.dispatched" && last.data.target === "http") {
+      const record = await deps.dispatch.get(run.job_id);
+      if (record?.phase !== "accepted") {
+        const failed = await writeStatus(deps, {
+          ref: run,
+          known: current,
+          intent: {
+            type: "job.attempt_failed",
+            data: {
+              target: "http",
+              attempt: last.data.attempt,
+              reason: "interrupted_by_upgrade",
+              next_attempt_at: deps.clock.now().toISOString(),
+            },
+          },
+        });
+        current = statusAfterWrite(failed);
+        resumed++;
+      }
+    }
+    const deadlineMs = route ? parseDuration(route.deadline) : DEFAULT_DEADLINE_MS;
+    await publishDeadlineTimer(
+      deps.js,
+      {
+        client_id: run.client_id,
+        job_id: run.job_id,
+        route: run.data.route,
+        created_at: run.occurred_at,
+        due_at: new Date(Date.parse(run.occurred_at) + deadlineMs).toISOString(),
+        expected_seq: current.seq,
+      },
+      deadlineMs,
+    );
+    timers++;
+  }
+  progress.done();
+  return { timers, resumed };
+}
+
+/** True when the job's run asked for a completion callback (0.1 final events do not say). */
+async function askedForCallback(deps: MigrationDeps, event: FinalEvent): Promise<boolean> {
+  if (event.data.run !== undefined) return event.data.run.callback_url !== undefined;
+  const run = await readLastEvent(deps.jsm, event.client_id, event.job_id, "run");
+  return run?.event.type === "run.requested" && run.event.data.callback_url !== undefined;
+}
+
+/** Puts a wake-up in the callback queue when the `.cb` log says the delivery is not settled. */
+async function wakeIfOpen(
+  deps: MigrationDeps,
+  input: { clientId: string; jobId: string; finalSeq: number; trigger: DeliveryTrigger },
+): Promise<boolean> {
+  const last = await readLastEvent(deps.jsm, input.clientId, input.jobId, "cb");
+  const now = deps.clock.now().getTime();
+  const step = decideCallbackStep(input.trigger, last, now);
+  if (step.kind !== "attempt" && step.kind !== "wait" && step.kind !== "finish") return false;
+  await publishCallbackWakeup(deps.js, {
+    client_id: input.clientId,
+    job_id: input.jobId,
+    final_seq: input.finalSeq,
+    due_at: new Date(step.kind === "wait" ? now + step.delayMs : now).toISOString(),
+    trigger: input.trigger,
+    deferrals: 0,
+  });
+  return true;
+}
+
+/**
+ * Callbacks 0.1 was still retrying (parked in the `callback` consumer) and redelivery requests
+ * its `callback-redelivery` consumer had not served get a wake-up in SWITCHYARD_CALLBACKS. A
+ * parked 0.1 message that comes back later reads the same log and changes nothing.
+ */
+async function carryCallbacks(deps: MigrationDeps): Promise<number> {
+  let wakeups = 0;
+  const progress = createProgress({ label: "callbacks checked", sink: deps.progress });
+  const callbackFrom = (await floorOf(deps, TOPOLOGY.consumers.callback)) ?? 1;
+  for await (const record of readStream(deps.js, {
+    filterSubject: subjectFilters.kind("job"),
+    fromSeq: callbackFrom,
+  })) {
+    progress.tick();
+    const event = decodeEvent(record.data);
+    if (!isFinalEvent(event) || !(await askedForCallback(deps, event))) continue;
+    const trigger = { kind: "original" } as const;
+    const ref = { clientId: event.client_id, jobId: event.job_id, finalSeq: record.seq, trigger };
+    if (await wakeIfOpen(deps, ref)) wakeups++;
+  }
+  const redeliveryFrom = await floorOf(deps, V1_REDELIVERY);
+  if (redeliveryFrom !== undefined) {
+    for await (const record of readStream(deps.js, {
+      filterSubject: subjectFilters.kind("cb"),
+      fromSeq: redeliveryFrom,
+    })) {
+      progress.tick();
+      const event = decodeEvent(record.data);
+      if (event.type !== "callback.redelivery_requested") continue;
+      const job = await readLastEvent(deps.jsm, event.client_id, event.job_id, "job");
+      if (!job) continue;
+      const trigger = {
+        kind: "redelivery",
+        seq: record.seq,
+        baseAttempts: event.data.attempts,
+      } as const;
+      const ref = { clientId: event.client_id, jobId: event.job_id, finalSeq: job.seq, trigger };
+      if (await wakeIfOpen(deps, ref)) wakeups++;
+    }
+  }
+  progress.done();
+  return wakeups;
+}
+
+/**
+ * `switchyard migrate`: brings a store written by 0.1 (store version 1) to version 2, with every
+ * 0.1 service stopped. Events and views need nothing (0.2 reads them as they are); what 0.1 kept
+ * inside consumers moves to the 0.2 work queues, the old consumers are deleted, and the store is
+ * marked. Safe to run again: a timer or wake-up published twice is one (duplicate window, one
+ * wake-up per job), and a marked store is left alone.
+ */
+export async function migrateStore(deps: MigrationDeps): Promise<MigrationReport> {
+  const from = await readStoreVersion(deps.jsm, deps.meta);
+  const none = {
+    deadlineTimers: 0,
+    resumedHttpAttempts: 0,
+    callbackWakeups: 0,
+    removedConsumers: [],
+  };
+  if (from === "fresh" || from >= STORE_VERSION) {
+    return { from, to: from === "fresh" ? STORE_VERSION : from, ...none };
+  }
+  await ensureScheduleStreams(deps.jsm, { replicas: deps.config.nats.replicas });
+  const deadlines = await carryDeadlines(deps);
+  const callbackWakeups = await carryCallbacks(deps);
+  const removed: string[] = [];
+  for (const name of [V1_WATCHDOG, V1_REDELIVERY]) {
+    try {
+      await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, name);
+      removed.push(name);
+    } catch (err) {
+      if (!isJsError(err, "consumerNotFound")) throw err;
+    }
+  }
+  await markStoreVersion(deps.meta);
+  return {
+    from,
+    to: STORE_VERSION,
+    deadlineTimers: deadlines.timers,
+    resumedHttpAttempts: deadlines.resumed,
+    callbackWakeups,
+    removedConsumers: removed,
+  };
+}

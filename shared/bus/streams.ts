@@ -1,0 +1,35 @@
+import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import { isJsError } from "./js-errors.ts";
+
+/** The stream settings that may change after creation and are kept in step with the config. */
+const MUTABLE: readonly (keyof StreamConfig)[] = [
+  "max_age",
+  "max_bytes",
+  "duplicate_window",
+  "num_replicas",
+];
+
+/**
+ * Creates a stream, or updates its mutable settings when they differ from `wanted`. Safe to run
+ * from every service at start, concurrently: a creation race resolves to the same config.
+ */
+export async function ensureStream(
+  jsm: JetStreamManager,
+  wanted: Partial<StreamConfig> & { name: string },
+): Promise<void> {
+  try {
+    const info = await jsm.streams.info(wanted.name);
+    const current = info.config as unknown as Record<string, unknown>;
+    const target = wanted as unknown as Record<string, unknown>;
+    if (MUTABLE.some((key) => key in target && current[key] !== target[key])) {
+      await jsm.streams.update(wanted.name, { ...info.config, ...wanted });
+    }
+  } catch (err) {
+    if (!isJsError(err, "streamNotFound")) throw err;
+    try {
+      await jsm.streams.add(wanted);
+    } catch (addErr) {
+      if (!isJsError(addErr, "streamNameInUse")) throw addErr;
+    }
+  }
+}

@@ -1,0 +1,70 @@
+import { describe, expect, test } from "bun:test";
+import { evaluateGoals, type GoalInputs, status } from "../../bench/lib/goals.ts";
+import { parsePeerSelection } from "../../bench/lib/peers.ts";
+
+const base: GoalInputs = {
+  e2eDonePerSec: { hub: 2000, bullmq: 2500, pg: 800 },
+  e2eJobsPerCpuSec: { hub: 1000, bullmq: 900 },
+  postPerSec: { hub: 4500, bullmq: 10_000 },
+  getPerSec: { hub: 60_000, bullmq: 19_000 },
+  ingressToCeiling: 0.79,
+  p99CallbackAtRateMs: 19.9,
+  rate: 500,
+  hubCpuPerJobUs: { rate: 1500, closed: 1000 },
+  idleHubCores: 0.026,
+  serviceRssPeakMb: { ingress: 119, projector: 159, executor: 128 },
+};
+
+const byGoal = (inputs: GoalInputs) =>
+  Object.fromEntries(evaluateGoals(inputs).map((r) => [r.goal, r]));
+
+describe("benchmark goals", () => {
+  test("given the figures, each goal is met or missed against its target", () => {
+    const g = byGoal(base);
+    expect(g["e2e done/s ÷ BullMQ"]?.met).toBe(false);
+    expect(g["e2e done/s ÷ BullMQ"]?.value).toBe("0.80 (2,000 vs 2,500/s)");
+    expect(g["e2e done/s ÷ PostgreSQL peer"]?.met).toBe(true); // 2.5 ≥ 2
+    expect(g["e2e jobs per CPU-second ÷ BullMQ"]?.met).toBe(true);
+    expect(g["POST /run ÷ BullMQ"]?.met).toBe(false);
+    expect(g["GET /jobs ÷ BullMQ"]?.met).toBe(true);
+    expect(g["ingress ÷ ceiling"]?.met).toBe(false);
+    expect(g["p99 submit → callback at 500 jobs/s"]?.met).toBe(true);
+    expect(g["hub CPU per job at 500/s ÷ closed loop"]).toMatchObject({
+      met: true, // exactly 1.50 is within "≤ 1.5"
+      value: "1.50 (1,500 vs 1,000 µs)",
+    });
+    expect(g["idle CPU of the whole hub"]?.met).toBe(false);
+    expect(g["RSS of every service at peak"]?.met).toBe(false);
+    expect(g["RSS of every service at peak"]?.value).toStartWith("largest projector 159 MB");
+  });
+
+  test("a goal whose figures were not measured is neither met nor missed", () => {
+    const g = byGoal({
+      ...base,
+      e2eDonePerSec: { hub: 2000 },
+      idleHubCores: undefined,
+      serviceRssPeakMb: {},
+      hubCpuPerJobUs: { closed: 1000 },
+    });
+    expect(g["e2e done/s ÷ BullMQ"]?.met).toBeNull();
+    expect(g["e2e done/s ÷ PostgreSQL peer"]?.met).toBeNull();
+    expect(g["idle CPU of the whole hub"]?.met).toBeNull();
+    expect(g["RSS of every service at peak"]?.met).toBeNull();
+    expect(g["hub CPU per job at 500/s ÷ closed loop"]?.met).toBeNull();
+    expect(status(null)).toBe("not measured");
+    expect(status(true)).toBe("met");
+    expect(status(false)).toBe("missed");
+  });
+});
+
+describe("BENCH_PEER", () => {
+  test("all by default; none; one; a list; an unknown name is refused by name", () => {
+    expect(parsePeerSelection(undefined)).toEqual(["bullmq", "pg"]);
+    expect(parsePeerSelection("all")).toEqual(["bullmq", "pg"]);
+    expect(parsePeerSelection("0")).toEqual([]);
+    expect(parsePeerSelection("none")).toEqual([]);
+    expect(parsePeerSelection("pg")).toEqual(["pg"]);
+    expect(parsePeerSelection("pg,bullmq")).toEqual(["bullmq", "pg"]);
+    expect(() => parsePeerSelection("redis")).toThrow(/BENCH_PEER: unknown peer 'redis'/);
+  });
+});
