@@ -7,13 +7,6 @@ export {
   webhookIdFor,
 } from "./payload.ts";
 export {
-  type RedeliveryDeps,
-  type RedeliveryOptions,
-  type RedeliveryRefusal,
-  type RedeliveryResult,
-  requestRedelivery,
-} from "./redeliver.ts";
-export {
   type CallbackService,
   type CallbackServiceDeps,
   createCallbackService,

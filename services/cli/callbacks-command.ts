@@ -1,9 +1,9 @@
+import { requestRedelivery } from "../../shared/callbacks/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { Config } from "../../shared/config/index.ts";
 import { connectHub } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { requestRedelivery } from "../callback/index.ts";
 
 export interface CallbacksCommandDeps {
   readonly config: Config;

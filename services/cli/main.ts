@@ -26,8 +26,13 @@ import {
   startNatsServer,
 } from "../../shared/nats/index.ts";
 import { rebuildProjection } from "../projector/index.ts";
-import { demoConfig } from "../runtime/demo.ts";
-import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
+import {
+  demoConfig,
+  type RunningHub,
+  SERVICE_NAMES,
+  type ServiceName,
+  startServices,
+} from "../runtime/index.ts";
 import { runAuditKeygen, runAuditVerify } from "./audit-command.ts";
 import { runEventsCommand } from "./events-command.ts";
 import { runStatusCommand } from "./status-command.ts";

@@ -4,24 +4,23 @@ import type {
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
-import { ensureDurable } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
   DEADLINE_STREAM,
+  DEADLINE_WINDOW,
   type DeadlineTimer,
-  deadlineConsumerName,
   deadlineOfConsumer,
-  deadlineSubject,
   decodeDeadlineTimer,
+  ensureDeadlineConsumer,
   publishDeadlineTimer,
 } from "../../shared/schedule/index.ts";
 import { TaskSet } from "../../shared/worker/index.ts";
 import type { JobContext, JobWriter } from "./job-writer.ts";
 
-/** Timers looked at (or parked) at once per deadline length: the in-order window. */
-const WINDOW = 512;
+/** How often a replica looks for deadline lengths another replica started. */
+const DISCOVERY_MS = 30_000;
 /** A timer this close to its due time fires rather than waiting again. */
 const SLACK_MS = 50;
 
@@ -46,8 +45,6 @@ export interface DeadlineTimersDeps {
   readonly writer: JobWriter;
   readonly logger: Logger;
   readonly clock: Clock;
-  /** The deadline lengths of the configured routes; consumers of older lengths keep running. */
-  readonly deadlinesMs: readonly number[];
 }
 
 /**
@@ -107,16 +104,9 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
   };
 
   const consumeLength = async (deadlineMs: number) => {
-    const name = deadlineConsumerName(deadlineMs);
-    await ensureDurable(deps.jsm, {
-      stream: DEADLINE_STREAM,
-      name,
-      filterSubject: deadlineSubject(deadlineMs),
-      ackWaitMs: 30_000,
-      maxAckPending: WINDOW,
-    });
+    const name = await ensureDeadlineConsumer(deps.jsm, deadlineMs);
     const consumer = await deps.js.consumers.get(DEADLINE_STREAM, name);
-    const messages = await consumer.consume({ max_messages: WINDOW });
+    const messages = await consumer.consume({ max_messages: DEADLINE_WINDOW });
     streams.push(messages);
     loops.push(
       (async () => {
@@ -135,6 +125,15 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
     return lengths;
   };
 
+  /** Consumes every length that has a consumer (a new length starts with its first timer). */
+  const discover = async () => {
+    for (const ms of await existingLengths()) {
+      if (!consumed.has(ms)) consumed.set(ms, consumeLength(ms));
+    }
+    await Promise.all(consumed.values());
+  };
+  let discovery: ReturnType<typeof setInterval> | undefined;
+
   return {
     async schedule({ job, dueAt, deadlineMs, expectedSeq }) {
       if (!consumed.has(deadlineMs)) consumed.set(deadlineMs, consumeLength(deadlineMs));
@@ -150,11 +149,17 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
       await publishDeadlineTimer(deps.js, timer, deadlineMs);
     },
     async start() {
-      const lengths = new Set([...deps.deadlinesMs, ...(await existingLengths())]);
-      for (const ms of lengths) if (!consumed.has(ms)) consumed.set(ms, consumeLength(ms));
-      await Promise.all(consumed.values());
+      await discover();
+      // Another replica may start a length this one has not seen yet (its first timer was set
+      // there): look for new ones now and then, so every replica fires every length's timers.
+      discovery = setInterval(() => {
+        discover().catch((err: unknown) =>
+          deps.logger.warn({ err: (err as Error).message }, "deadline consumers not listed"),
+        );
+      }, DISCOVERY_MS);
     },
     async stop() {
+      clearInterval(discovery);
       await Promise.all(streams.map((m) => m.close()));
       await Promise.all(loops);
       await firing.settled();

@@ -79,9 +79,6 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     writer,
     logger: logger.child({ component: "deadlines" }),
     clock: deps.clock,
-    deadlinesMs: config.routes
-      .filter((r) => r.executor.kind !== "builtin")
-      .map((r) => parseDuration(r.deadline)),
   });
   const slots = createSlots(deps.concurrency);
   const kinds = new Map<string, KindRuntime>();

@@ -25,6 +25,7 @@ import {
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import { createProgress, type ProgressSink } from "../../shared/progress/index.ts";
 import {
+  ensureDeadlineConsumer,
   ensureScheduleStreams,
   publishCallbackWakeup,
   publishDeadlineTimer,
@@ -82,6 +83,7 @@ async function floorOf(deps: MigrationDeps, durable: string): Promise<number | u
 async function carryDeadlines(deps: MigrationDeps) {
   let timers = 0;
   let resumed = 0;
+  const lengths = new Set<number>();
   const fromSeq = (await floorOf(deps, V1_WATCHDOG)) ?? 1;
   const progress = createProgress({ label: "open jobs checked", sink: deps.progress });
   for await (const record of readStream(deps.js, {
@@ -117,6 +119,10 @@ async function carryDeadlines(deps: MigrationDeps) {
       }
     }
     const deadlineMs = route ? parseDuration(route.deadline) : DEFAULT_DEADLINE_MS;
+    if (!lengths.has(deadlineMs)) {
+      await ensureDeadlineConsumer(deps.jsm, deadlineMs);
+      lengths.add(deadlineMs);
+    }
     await publishDeadlineTimer(
       deps.js,
       {

@@ -70,7 +70,12 @@ export async function recreateDurableFromFloor(
   let fromSeq = 1;
   try {
     const info = await jsm.consumers.info(stream, options.name);
-    fromSeq = info.ack_floor.stream_seq + 1;
+    // A consumer that has acked nothing reports an ack floor of 0 even when it was created at a
+    // later start sequence (the previous recreation): it then still starts there.
+    fromSeq =
+      info.ack_floor.stream_seq > 0
+        ? info.ack_floor.stream_seq + 1
+        : (info.config.opt_start_seq ?? 1);
     await jsm.consumers.delete(stream, options.name);
   } catch (err) {
     if (!isJsError(err, "consumerNotFound")) throw err;

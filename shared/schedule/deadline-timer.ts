@@ -1,8 +1,31 @@
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { ensureDurable } from "../bus/consumers.ts";
 import { RunSummary } from "../domain/index.ts";
-import { deadlineSubject } from "./streams.ts";
+import { DEADLINE_STREAM, deadlineConsumerName, deadlineSubject } from "./streams.ts";
+
+/** Timers looked at (or parked) at once per deadline length: the in-order window. */
+export const DEADLINE_WINDOW = 512;
+
+/**
+ * Creates the consumer of one deadline length. Whoever publishes the first timer of a length
+ * creates it first, so the executor replicas find it (they list the stream's consumers).
+ */
+export async function ensureDeadlineConsumer(
+  jsm: JetStreamManager,
+  deadlineMs: number,
+): Promise<string> {
+  const name = deadlineConsumerName(deadlineMs);
+  await ensureDurable(jsm, {
+    stream: DEADLINE_STREAM,
+    name,
+    filterSubject: deadlineSubject(deadlineMs),
+    ackWaitMs: 30_000,
+    maxAckPending: DEADLINE_WINDOW,
+  });
+  return name;
+}
 
 /** A deadline timer: one job handed to an executor that finishes it later. */
 export const DeadlineTimerSchema = Type.Object(

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
-import { requestRedelivery, webhookIdFor } from "../../services/callback/index.ts";
+import { webhookIdFor } from "../../services/callback/index.ts";
+import { requestRedelivery } from "../../shared/callbacks/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";

@@ -70,8 +70,8 @@ beforeAll(async () => {
     received.push({ port, body: await req.text() });
     return new Response("ok");
   };
-  for (const port of [47101, 47102, 47103]) listen(port, record(port));
-  listen(47104, () => Response.json({ output: "from http" }));
+  for (const port of [29101, 29102, 29103]) listen(port, record(port));
+  listen(29104, () => Response.json({ output: "from http" }));
 });
 
 afterAll(async () => {
@@ -116,10 +116,14 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
 
   // Open jobs whose deadline passed while the hub was down end now, whatever held them in 0.1.
   for (const name of ["worker-0", "worker-1", "http-async", "sleeping"]) {
-    const job = await waitFor(`${name} to end`, async () => {
-      const view = await get(jobs[name] ?? "");
-      return view.status === "error" ? view : undefined;
-    });
+    const job = await waitFor(
+      `${name} to end`,
+      async () => {
+        const view = await get(jobs[name] ?? "");
+        return view.status === "error" ? view : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(job.error?.code).toBe("deadline_exceeded");
   }
   // Finished jobs read as they were.
@@ -129,9 +133,9 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
 
   // Their callbacks, and the redelivery 0.1 never served, are delivered by 0.2.
   for (const [name, port] of [
-    ["worker-0", 47101],
-    ["sleeping", 47101],
-    ["cb-gone-0", 47103],
+    ["worker-0", 29101],
+    ["sleeping", 29101],
+    ["cb-gone-0", 29103],
   ] as const) {
     await waitFor(`${name}'s callback`, () =>
       received.some((r) => r.port === port && r.body.includes(jobs[name] ?? "")),

@@ -1,0 +1,2 @@
+export { demoConfig } from "./demo.ts";
+export { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "./run.ts";

@@ -1,0 +1,136 @@
+import { expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { FAULT_CLIENT, faultYaml, hubProcs, startAllServices } from "../faults/procs.ts";
+import { startNats } from "../helpers/nats.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+// One receiver that hangs must not slow callbacks to a healthy one: at 1,000 jobs/s, half of them
+// calling back each, the healthy receiver's p99 submit → callback stays within 20% of a run
+// without the hung one (the same 500 jobs/s to the healthy receiver, nothing else).
+
+const RATE = 1_000;
+const SECONDS = 8;
+
+interface Receiver {
+  readonly url: string;
+  readonly arrived: Map<string, number>;
+  stop(): void;
+}
+
+/** Records when each job's callback arrived (performance.now()), answering 200 at once. */
+function healthyReceiver(): Receiver {
+  const arrived = new Map<string, number>();
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = (await req.json()) as { data: { job_id: string } };
+      arrived.set(body.data.job_id, performance.now());
+      return new Response(null, { status: 204 });
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}/cb`, arrived, stop: () => server.stop(true) };
+}
+
+/** Accepts every callback and never answers. */
+function hungReceiver(): Receiver {
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    fetch: () => new Promise<Response>(() => {}),
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}/cb`,
+    arrived: new Map(),
+    stop: () => server.stop(true),
+  };
+}
+
+function p99(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? Number.NaN;
+}
+
+/**
+ * RATE jobs/s for SECONDS, open loop: even slots call back `healthy`, odd ones `other` (or send
+ * nothing without one).
+ */
+async function phase(input: {
+  base: string;
+  label: string;
+  healthy: Receiver;
+  other?: Receiver;
+  seconds?: number;
+}): Promise<{ latencies: number[]; sentAt: Map<string, number> }> {
+  const sentAt = new Map<string, number>();
+  const total = RATE * (input.seconds ?? SECONDS);
+  const started = performance.now();
+  let n = 0;
+  const workers = Array.from({ length: 64 }, async () => {
+    while (n < total) {
+      const i = n++;
+      const due = started + (i * 1000) / RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await Bun.sleep(wait);
+      const target = i % 2 === 0 ? input.healthy : input.other;
+      if (target === undefined) continue;
+      const sent = performance.now();
+      const res = await fetch(`${input.base}/run`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${FAULT_CLIENT.token}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({
+          request_id: `${input.label}-${i}`,
+          route: "f.echo",
+          input: "x",
+          callback_url: target.url,
+        }),
+      });
+      const { job_id } = (await res.json()) as { job_id: string };
+      expect(res.status).toBe(202);
+      if (i % 2 === 0) sentAt.set(job_id, sent);
+    }
+  });
+  await Promise.all(workers);
+  await waitFor(
+    `${input.label}: every callback to the healthy receiver`,
+    () => [...sentAt.keys()].every((id) => input.healthy.arrived.has(id)),
+    { timeoutMs: 60_000, intervalMs: 100 },
+  );
+  const latencies = [...sentAt].map(([id, at]) => (input.healthy.arrived.get(id) ?? at) - at);
+  return { latencies, sentAt };
+}
+
+test("a hung receiver does not slow callbacks to a healthy one (p99 within 20%)", async () => {
+  await using nats = await startNats();
+  const yaml = faultYaml({ natsUrl: nats.url, logLevel: "warn", callbacks: { timeout: "10s" } });
+  await using procs = await hubProcs(yaml, nats.url);
+  await startAllServices(procs);
+  const jsm = await jetstreamManager(nats.nc);
+  const healthy = healthyReceiver();
+  const hung = hungReceiver();
+  try {
+    const base = procs.url();
+    // Warm every process up first, so neither measured run pays for JIT and connection set-up.
+    await phase({ base, label: "warm-up", healthy, seconds: 2 });
+    const baseline = await phase({ base, label: "alone", healthy });
+    const withHung = await phase({ base, label: "beside-hung", healthy, other: hung });
+    const before = p99(baseline.latencies);
+    const after = p99(withHung.latencies);
+    process.stderr.write(
+      `fairness: healthy receiver p99 ${before.toFixed(1)} ms alone (500 jobs/s), ${after.toFixed(1)} ms beside a hung one (1,000 jobs/s) (${(after / before).toFixed(2)}×)\n`,
+    );
+    expect(after).toBeLessThanOrEqual(before * 1.2);
+    // The hung receiver's callbacks wait in their lane (at most 64 attempts hold a slot); the
+    // callback consumer keeps delivering, and nothing of the healthy lane waits behind them.
+    const consumer = await jsm.consumers.info(TOPOLOGY.eventsStream, TOPOLOGY.consumers.callback);
+    expect(consumer.num_pending).toBe(0);
+  } finally {
+    healthy.stop();
+    hung.stop();
+  }
+}, 180_000);
