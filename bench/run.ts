@@ -24,6 +24,7 @@ import { join } from "node:path";
 import { hashToken } from "../shared/auth/index.ts";
 import { TOPOLOGY } from "../shared/bus/topology.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
+import type { Measured } from "./compiler.ts";
 import {
   cleanupAll,
   freePort,
@@ -242,18 +243,11 @@ async function startHelper(name: string, script: string, extra: Record<string, s
 }
 
 async function runCompiler() {
-  log("compiler: bench/compiler.ts --runs 3");
-  const child = spawnChild("compiler", [BUN, join(ROOT, "bench/compiler.ts"), "--runs", "3"]);
+  log("compiler: bench/compiler.ts (switchyard and openapi-mcp-generator, real descriptions)");
+  const child = spawnChild("compiler", [BUN, join(ROOT, "bench/compiler.ts")]);
   await child.proc.exited;
-  const out = child.output();
-  const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? Number.NaN);
-  return {
-    parseMs: num(/parsed in (\d+) ms/),
-    firstMs: num(/first run, cold JIT\): (\d+) ms/),
-    medianMs: num(/median of \d+, incl\. serialisation\): (\d+) ms/),
-    peakRssMb: num(/peak RSS[^:]*: (\d+) MB/),
-    tools: num(/tools: (\d+)/),
-  };
+  const line = /^COMPILER_RESULT (.*)$/m.exec(child.output())?.[1];
+  return { runs: line ? (JSON.parse(line) as Measured[]) : [] };
 }
 
 async function main() {

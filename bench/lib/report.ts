@@ -2,6 +2,8 @@
  * The benchmark's printed report: the scenario table, nats-server's work per job, CPU per job and
  * idle CPU per system, and the goals. Everything it prints is also in the results JSON.
  */
+
+import type { Measured } from "../compiler.ts";
 import { evaluateGoals, fmtNum as fmt, type GoalInputs, type GoalRow, status } from "./goals.ts";
 import type { CostTotals } from "./jetstream.ts";
 import { PEER_LABELS, type PeerName } from "./peers.ts";
@@ -39,7 +41,7 @@ export interface BenchResults {
     get?: GetFigures;
     e2e?: E2eScenarioFigures;
     paths?: PathFigures;
-    compiler?: { firstMs: number; medianMs: number; peakRssMb: number };
+    compiler?: { runs: Measured[] };
   };
   idle: { fresh?: IdleFigures; afterLoad?: IdleFigures };
   memoryMb: Record<string, MemoryFigures>;
@@ -146,13 +148,12 @@ function scenarioRows(r: BenchResults): string[][] {
       fmt(x.submitErrors + (x.accepted - x.completed)),
     );
   }
-  if (s.compiler) {
-    const c = s.compiler;
+  for (const c of s.compiler?.runs ?? []) {
     add(
-      "7 compiler (GitHub REST)",
-      `${fmt(c.firstMs)} ms first`,
-      `median ${fmt(c.medianMs)} ms; RSS ${fmt(c.peakRssMb)} MB`,
-      "",
+      `7 compile ${c.input} (${c.tool})`,
+      c.finished ? `${fmt(c.seconds, 1)} s` : "did not finish",
+      `RSS ${fmt(c.peakRssMb)} MB; out ${fmt(c.outputBytes / 1e6, 1)} MB; ${c.tools} tools; largest ${fmt((c.largestTool?.bytes ?? 0) / 1e3, 1)} kB`,
+      c.note ?? "",
     );
   }
   for (const [name, m] of Object.entries(r.memoryMb)) {

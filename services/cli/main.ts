@@ -319,6 +319,7 @@ async function main(argv: string[]): Promise<number> {
         stdout: (s) => process.stdout.write(s),
         stderr: (s) => process.stderr.write(s),
         env,
+        stderrIsTTY: process.stderr.isTTY === true,
       });
     }
     case undefined:

@@ -1,107 +1,221 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { once } from "node:events";
+import { createWriteStream, type WriteStream } from "node:fs";
 import { connect } from "@nats-io/transport-node";
 import {
+  type CompileInput,
+  type CompileOptions,
   type CompileResult,
-  compileFromFiles,
+  compileTools,
+  DEFAULT_BUDGETS,
   type Diagnostic,
-  hasErrors,
+  DiagnosticSink,
   type InputSpec,
+  loadInputs,
+  type OutputFormat,
   openToolSetStore,
-  parseDocumentText,
   parseInputArg,
-  serializeResult,
+  prepareInputs,
+  readCompileOutput,
   ToolSetRejected,
   toolSetStats,
   validateCompileResult,
   validateToolDefinition,
+  type WriteChunk,
+  writeCompileOutput,
 } from "../../shared/tools/index.ts";
 
 export interface ToolsIo {
-  stdout(s: string): void;
-  stderr(s: string): void;
+  /** Writes to standard output; `false` means "wait for drain" (process.stdout.write). */
+  stdout(s: string): unknown;
+  stderr(s: string): unknown;
   env: Record<string, string | undefined>;
+  /** Progress and ETA are shown on a terminal only. */
+  stderrIsTTY?: boolean;
 }
 
 const USAGE = `usage:
-  switchyard tools compile <inputs…> [--overlay file…] [--mcp-stdio "cmd args"] [--mcp-http url] [-o out.json]
-  switchyard tools validate <file>        (a compileResult, one tool definition, or an array of them)
-  switchyard tools stats <file>           (tool count, risk mix, estimated tokens)
-  switchyard tools publish <name> <compileResult.json>   (stores the set in NATS KV sy_toolsets; uses NATS_URL)
+  switchyard tools compile <inputs…> [--overlay file…] [--mcp-stdio "cmd args"] [--mcp-http url]
+        [-o out] [--ndjson] [--max-tool-bytes N] [--max-output-bytes N] [--inline-refs[=N]]
+  switchyard tools compile <openapi> --overlay file… --emit-document [-o out.json]
+  switchyard tools validate <file>        (a compileResult or NDJSON output, one tool definition, or an array of them)
+  switchyard tools stats <file>           (tool count, risk mix, estimated tokens, largest tools)
+  switchyard tools publish <name> <file>  (stores the set in NATS, any size; uses NATS_URL)
 inputs: OpenAPI 3.0/3.1, Swagger 2.0, Overlay 1.0/1.1, MCP tools/list, manual tools (JSON/YAML), SDK modules (.ts/.js);
 prefix openapi:, overlay:, mcp:, manual: or sdk: to force the kind.
+budgets (bytes of compact JSON, 0 = no limit): --max-tool-bytes (default ${DEFAULT_BUDGETS.maxToolBytes}),
+--max-output-bytes (default ${DEFAULT_BUDGETS.maxOutputBytes}); --inline-refs inlines $defs up to N bytes (default: the tool budget).
 `;
+
+class UsageError extends Error {}
 
 function formatDiagnostic(d: Diagnostic): string {
   return `${d.severity}: ${d.code} at ${d.path}: ${d.message}${d.suggestion ? ` (${d.suggestion})` : ""}\n`;
 }
 
-async function readJsonOrYaml(file: string, io: ToolsIo): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    io.stderr(`cannot read ${file}: ${err instanceof Error ? err.message : String(err)}\n`);
-    return undefined;
+function byteCount(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new UsageError(`${flag} takes a whole number of bytes`);
+  return n;
+}
+
+interface CompileArgs {
+  specs: InputSpec[];
+  overlays: string[];
+  out?: string;
+  format: OutputFormat;
+  options: CompileOptions;
+  emitDocument: boolean;
+}
+
+function parseCompileArgs(args: string[]): CompileArgs {
+  const a: CompileArgs = {
+    specs: [],
+    overlays: [],
+    format: "json",
+    options: {},
+    emitDocument: false,
+  };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = () => {
+      const v = args[++i];
+      if (v === undefined) throw new UsageError(`${arg} needs a value`);
+      return v;
+    };
+    if (arg === "--overlay") a.overlays.push(next());
+    else if (arg === "-o" || arg === "--out") a.out = next();
+    else if (arg === "--ndjson") a.format = "ndjson";
+    else if (arg === "--emit-document") a.emitDocument = true;
+    else if (arg === "--max-tool-bytes") a.options.maxToolBytes = byteCount(arg, next());
+    else if (arg === "--max-output-bytes") a.options.maxOutputBytes = byteCount(arg, next());
+    else if (arg === "--inline-refs") a.options.inlineRefs = true;
+    else if (arg.startsWith("--inline-refs="))
+      a.options.inlineRefs = byteCount("--inline-refs", arg.slice("--inline-refs=".length));
+    else if (arg === "--mcp-stdio") {
+      const [command, ...rest] = next().split(/\s+/).filter(Boolean);
+      if (!command) throw new UsageError("--mcp-stdio needs a command");
+      a.specs.push({ mcp: { transport: "stdio", command, args: rest } });
+    } else if (arg === "--mcp-http") a.specs.push({ mcp: { transport: "http", url: next() } });
+    else if (arg.startsWith("-")) throw new UsageError(`unknown option ${arg}`);
+    else a.specs.push(parseInputArg(arg));
   }
-  const parsed = parseDocumentText(text);
-  if (!parsed.ok) {
-    io.stderr(`${file} is not valid JSON or YAML: ${parsed.error}\n`);
-    return undefined;
+  if (a.specs.length === 0) throw new UsageError("compile needs at least one input");
+  return a;
+}
+
+/** A file writer that waits for drain, or standard output through io. */
+function openOutput(
+  out: string | undefined,
+  io: ToolsIo,
+): { write: WriteChunk; close(): Promise<void> } {
+  if (!out) {
+    return {
+      write: async (s) => {
+        if (io.stdout(s) === false) await once(process.stdout, "drain");
+      },
+      close: async () => {},
+    };
   }
-  return parsed.doc;
+  const stream: WriteStream = createWriteStream(out);
+  return {
+    write: async (s) => {
+      if (!stream.write(s)) await once(stream, "drain");
+    },
+    close: () =>
+      new Promise((resolve, reject) =>
+        stream.end((err?: Error | null) => (err ? reject(err) : resolve())),
+      ),
+  };
+}
+
+/** "compiling 1,200/11,422 tools, 8 s left" on a terminal; nothing in a pipe. */
+function progressLine(io: ToolsIo): CompileOptions["progress"] {
+  if (!io.stderrIsTTY) return undefined;
+  const started = Date.now();
+  let shown = 0;
+  return (done, total) => {
+    const now = Date.now();
+    if (done < total && now - shown < 250) return;
+    shown = now;
+    const left = done === 0 ? 0 : ((now - started) / done) * (total - done);
+    io.stderr(
+      `\rcompiling ${done.toLocaleString("en-US")}/${total.toLocaleString("en-US")} tools, ${Math.ceil(left / 1000)} s left \x1b[K`,
+    );
+    if (done === total) io.stderr("\r\x1b[K");
+  };
+}
+
+async function emitDocument(a: CompileArgs, io: ToolsIo): Promise<number> {
+  const { inputs, diagnostics } = await loadInputs(a.specs, a.overlays);
+  const sink = new DiagnosticSink();
+  sink.push(...diagnostics);
+  const openapi = prepareInputs(inputs, sink).filter((i: CompileInput) => i.kind === "openapi");
+  if (openapi.length !== 1) throw new UsageError("--emit-document takes exactly one OpenAPI input");
+  const output = openOutput(a.out, io);
+  await output.write(`${JSON.stringify(openapi[0]?.doc, null, 2)}\n`);
+  await output.close();
+  for (const d of sink.ordered()) io.stderr(formatDiagnostic(d));
+  return sink.items.some((d) => d.severity === "error") ? 1 : 0;
 }
 
 async function compileCommand(args: string[], io: ToolsIo): Promise<number> {
-  const specs: InputSpec[] = [];
-  const overlays: string[] = [];
-  let out: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i] as string;
-    const next = () => {
-      const v = args[++i];
-      if (v === undefined) throw new UsageError(`${a} needs a value`);
-      return v;
-    };
-    if (a === "--overlay") overlays.push(next());
-    else if (a === "-o" || a === "--out") out = next();
-    else if (a === "--mcp-stdio") {
-      const [command, ...rest] = next().split(/\s+/).filter(Boolean);
-      if (!command) throw new UsageError("--mcp-stdio needs a command");
-      specs.push({ mcp: { transport: "stdio", command, args: rest } });
-    } else if (a === "--mcp-http") specs.push({ mcp: { transport: "http", url: next() } });
-    else if (a.startsWith("-")) throw new UsageError(`unknown option ${a}`);
-    else specs.push(parseInputArg(a));
-  }
-  if (specs.length === 0) throw new UsageError("compile needs at least one input");
-  const result = await compileFromFiles(specs, overlays);
-  const text = serializeResult(result);
-  if (out) await writeFile(out, text);
-  else io.stdout(text);
-  for (const d of result.diagnostics)
-    if (d.severity !== "info" || out) io.stderr(formatDiagnostic(d));
-  const errors = result.diagnostics.filter((d) => d.severity === "error").length;
+  const a = parseCompileArgs(args);
+  if (a.emitDocument) return emitDocument(a, io);
+  const { inputs, diagnostics } = await loadInputs(a.specs, a.overlays);
+  const sink = new DiagnosticSink();
+  sink.push(...diagnostics);
+  const progress = progressLine(io);
+  const output = openOutput(a.out, io);
+  const summary = await writeCompileOutput({
+    tools: compileTools(inputs, sink, { ...a.options, ...(progress ? { progress } : {}) }),
+    diagnostics: () => sink.ordered(),
+    format: a.format,
+    write: output.write,
+  });
+  await output.close();
+  const all = sink.ordered();
+  for (const d of all)
+    if (d.severity !== "info" || a.out) {
+      // Tens of thousands of lines: wait for the pipe rather than queue them all in memory.
+      if (io.stderr(formatDiagnostic(d)) === false) await once(process.stderr, "drain");
+    }
+  const errors = all.filter((d) => d.severity === "error").length;
+  const top = summary.largest[0];
   io.stderr(
-    `${result.tools.length} tools, ${errors} errors, ${result.diagnostics.length} diagnostics\n`,
+    `${summary.tools} tools (${summary.toolBytes} bytes${top ? `, largest ${top.name} ${top.bytes} bytes` : ""}), ${errors} errors, ${all.length} diagnostics\n`,
   );
-  return hasErrors(result) ? 1 : 0;
+  return errors > 0 ? 1 : 0;
 }
 
-function asCompileResult(doc: unknown): CompileResult | undefined {
-  return validateCompileResult(doc).length === 0 ? (doc as CompileResult) : undefined;
+/** Reads a compile output (JSON or NDJSON) as a compileResult, or says why it is not one. */
+async function readResult(file: string, io: ToolsIo): Promise<CompileResult | undefined> {
+  const read = await readCompileOutput(file);
+  if (!read.ok) {
+    io.stderr(`${read.error}\n`);
+    return undefined;
+  }
+  const problems = validateCompileResult(read.value);
+  if (problems.length === 0) return read.value as CompileResult;
+  io.stderr(`${file} is not a valid compileResult; run switchyard tools validate ${file}\n`);
+  return undefined;
 }
 
 async function validateCommand(args: string[], io: ToolsIo): Promise<number> {
   const file = args[0];
   if (!file || args.length > 1) throw new UsageError("validate takes one file");
-  const doc = await readJsonOrYaml(file, io);
-  if (doc === undefined) return 1;
+  const read = await readCompileOutput(file);
+  if (!read.ok) {
+    io.stderr(`${read.error}\n`);
+    return 1;
+  }
+  const doc = read.value;
   let problems: Diagnostic[];
   let count = 0;
   if (typeof doc === "object" && doc !== null && !Array.isArray(doc) && "tools" in doc) {
     problems = validateCompileResult(doc).map((d) => ({ ...d, path: `${file}${d.path}` }));
-    count = Array.isArray((doc as { tools: unknown }).tools)
-      ? (doc as { tools: unknown[] }).tools.length
-      : 0;
+    const tools = (doc as { tools: unknown }).tools;
+    count = Array.isArray(tools) ? tools.length : 0;
   } else if (Array.isArray(doc)) {
     problems = doc.flatMap((t, i) =>
       validateToolDefinition(t).map((d) => ({ ...d, path: `${file}#/${i}${d.path.slice(1)}` })),
@@ -119,22 +233,20 @@ async function validateCommand(args: string[], io: ToolsIo): Promise<number> {
 async function statsCommand(args: string[], io: ToolsIo): Promise<number> {
   const file = args[0];
   if (!file || args.length > 1) throw new UsageError("stats takes one file");
-  const doc = await readJsonOrYaml(file, io);
-  const result = asCompileResult(doc);
-  if (!result) {
-    io.stderr(`${file} is not a valid compileResult; run switchyard tools validate ${file}\n`);
-    return 1;
-  }
+  const result = await readResult(file, io);
+  if (!result) return 1;
   io.stdout(`${JSON.stringify(toolSetStats(result.tools), null, 2)}\n`);
   return 0;
 }
 
 async function publishCommand(args: string[], io: ToolsIo): Promise<number> {
   const [name, file] = args;
-  if (!name || !file || args.length > 2)
-    throw new UsageError("publish takes <name> <compileResult.json>");
-  const doc = await readJsonOrYaml(file, io);
-  if (doc === undefined) return 1;
+  if (!name || !file || args.length > 2) throw new UsageError("publish takes <name> <file>");
+  const read = await readCompileOutput(file);
+  if (!read.ok) {
+    io.stderr(`${read.error}\n`);
+    return 1;
+  }
   const url = io.env.NATS_URL;
   if (!url) {
     io.stderr("NATS_URL is not set\n");
@@ -143,8 +255,10 @@ async function publishCommand(args: string[], io: ToolsIo): Promise<number> {
   const nc = await connect({ servers: url, name: "switchyard-tools-publish" });
   try {
     const store = await openToolSetStore(nc);
-    const revision = await store.publish(name, doc);
-    io.stdout(`published tool set ${name} (revision ${revision})\n`);
+    const p = await store.publish(name, read.value);
+    io.stdout(
+      `published tool set ${name} version ${p.version}: ${p.tools} tools, ${p.bytes} bytes, ${p.digest}\n`,
+    );
     return 0;
   } catch (err) {
     if (err instanceof ToolSetRejected) {
@@ -158,13 +272,24 @@ async function publishCommand(args: string[], io: ToolsIo): Promise<number> {
   }
 }
 
-class UsageError extends Error {}
-
 /**
  * `switchyard tools …`: compile, validate, stats and publish. Returns the exit code: 0 on
  * success, 1 when the result has errors (or validation/publishing fails), 2 on bad usage.
  */
 export async function runToolsCommand(argv: string[], io: ToolsIo): Promise<number> {
+  try {
+    return await runSubcommand(argv, io);
+  } finally {
+    // The caller exits right after: let what is queued for a slow pipe drain first.
+    await Promise.all(
+      [process.stdout, process.stderr].map(
+        (stream) => new Promise<void>((resolve) => stream.write("", () => resolve())),
+      ),
+    );
+  }
+}
+
+async function runSubcommand(argv: string[], io: ToolsIo): Promise<number> {
   const [sub, ...rest] = argv;
   try {
     switch (sub) {
@@ -200,6 +325,7 @@ if (import.meta.main) {
     stdout: (s) => process.stdout.write(s),
     stderr: (s) => process.stderr.write(s),
     env: process.env,
+    stderrIsTTY: process.stderr.isTTY === true,
   });
   process.exit(code);
 }

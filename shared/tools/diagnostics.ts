@@ -13,17 +13,37 @@ export function pointer(tokens: readonly (string | number)[]): string {
 
 /**
  * Collects diagnostics with the severity fixed by the code table, so a code can never be
- * reported at two severities.
+ * reported at two severities. The compiler plans every tool before it builds any, so a tool's
+ * diagnostics arrive in two rounds; `group` (the tool's sequence number in document order) lets
+ * `ordered()` put them back together in document order.
  */
 export class DiagnosticSink {
   readonly items: Diagnostic[] = [];
+  private readonly groups: number[] = [];
+  /** Group of the diagnostics added next (the compiler sets it to the tool being worked on). */
+  group = 0;
 
   /** `path` is `label#pointer`; it must not be empty (spec 2.5). */
   add(code: DiagnosticCode, path: string, message: string, suggestion?: string): void {
     const [severity] = DIAGNOSTIC_CODES[code];
     const d: Diagnostic = { severity, path: path || "#", code, message: message || code };
     if (suggestion) d.suggestion = suggestion;
-    this.items.push(d);
+    this.push(d);
+  }
+
+  /** Adds diagnostics made elsewhere (loading, validation) to the current group. */
+  push(...list: Diagnostic[]): void {
+    for (const d of list) {
+      this.items.push(d);
+      this.groups.push(this.group);
+    }
+  }
+
+  /** The diagnostics ordered by group, and by arrival within a group. */
+  ordered(): Diagnostic[] {
+    const index = this.items.map((_, i) => i);
+    index.sort((a, b) => (this.groups[a] as number) - (this.groups[b] as number) || a - b);
+    return index.map((i) => this.items[i] as Diagnostic);
   }
 }
 

@@ -1,38 +1,68 @@
 /**
  * Tool definitions (spec 2.3–2.6): the record schemas, validation, the compiler from OpenAPI,
- * Overlays, MCP, manual and SDK sources, confirmation rules and the tool-set store.
+ * Overlays, MCP, manual and SDK sources (one module each under sources/), confirmation rules and
+ * the tool-set store.
  */
 export { DIAGNOSTIC_CODES, type DiagnosticCode } from "./codes.ts";
-export { type CompileInput, compile, hasErrors, serializeResult } from "./compile.ts";
+export {
+  type CompiledTool,
+  type CompileInput,
+  type CompileOptions,
+  compile,
+  compileTools,
+  DEFAULT_BUDGETS,
+  hasErrors,
+  type InputKind,
+  prepareInputs,
+  serializeResult,
+} from "./compile.ts";
 export {
   type ConfirmationDecision,
   conditionHolds,
   evaluateConfirmation,
   type Principal,
 } from "./confirm.ts";
+export { DiagnosticSink } from "./diagnostics.ts";
+export { checkSchema, META_SCHEMA_ID, metaSchemaErrors } from "./json-schema.ts";
 export {
   classifyDocument,
   compileFromFiles,
-  type InputKind,
   type InputSpec,
   loadInputs,
   parseDocumentText,
   parseInputArg,
 } from "./load.ts";
-export { compileMcpTools, MCP_METHOD, mcpRisk, mcpToolPath } from "./mcp.ts";
-export { fetchMcpTools, type McpServerSpec } from "./mcp-live.ts";
 export { nameFromMethodPath, sanitizeName, shortHash } from "./naming.ts";
-export { applyOverlay, overlaySchema, validateOverlay } from "./overlay.ts";
+export {
+  type OutputFormat,
+  type WriteChunk,
+  type WrittenSummary,
+  writeCompileOutput,
+} from "./output.ts";
+export { type ReadOutput, readCompileOutput } from "./read-output.ts";
 export type { ToolSpec } from "./record.ts";
 export { looksMutating, methodDefaults } from "./risk.ts";
 export * from "./schemas.ts";
-export { defineTool } from "./sdk.ts";
+export { MCP_METHOD, mcpRisk, mcpToolPath } from "./sources/mcp/index.ts";
+export { fetchMcpTools, type McpServerSpec } from "./sources/mcp/live.ts";
+export { openApiVersion } from "./sources/openapi/index.ts";
+export {
+  applyOverlay,
+  applyOverlays,
+  overlaySchema,
+  validateOverlay,
+} from "./sources/overlay/apply.ts";
+export { defineTool } from "./sources/sdk/define.ts";
 export { type ToolSetStats, toolSetStats } from "./stats.ts";
 export {
   createToolSetStore,
   openToolSetStore,
   type StoredToolSet,
   TOOLSET_BUCKET,
+  TOOLSET_HISTORY,
+  TOOLSET_OBJECTS,
+  ToolSetCorrupt,
+  type ToolSetPointer,
   ToolSetRejected,
   type ToolSetStore,
 } from "./store.ts";

@@ -1,25 +1,19 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { extname, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { parse as parseYaml } from "yaml";
-import { type CompileInput, compile } from "./compile.ts";
+import { compile } from "./compile.ts";
 import { DiagnosticSink } from "./diagnostics.ts";
-import { manualToolList } from "./manual.ts";
-import { mcpToolList } from "./mcp.ts";
-import { fetchMcpTools, type McpServerSpec } from "./mcp-live.ts";
-import { openApiVersion } from "./openapi.ts";
-import { isOverlayDocument } from "./overlay.ts";
-import { isObject, type Json } from "./schema-merge.ts";
+import type { Json } from "./schema-merge.ts";
 import type { CompileResult, Diagnostic } from "./schemas.ts";
-import { sdkToolsFromModule } from "./sdk.ts";
+import { SOURCES_IN_ORDER } from "./sources/index.ts";
+import { fetchMcpTools, type McpServerSpec } from "./sources/mcp/live.ts";
+import type { CompileInput, InputKind } from "./sources/types.ts";
 
-export type InputKind = "openapi" | "overlay" | "mcp" | "manual" | "sdk";
+export type { InputKind } from "./sources/types.ts";
 
 /** A compiler input named on the command line: a file (kind guessed unless given) or a live MCP server. */
 export type InputSpec = { file: string; kind?: InputKind } | { mcp: McpServerSpec; label?: string };
-
-const SDK_EXTENSIONS = new Set([".ts", ".mts", ".js", ".mjs", ".tsx"]);
 
 /** Parses JSON or YAML text. YAML aliases are capped so a "billion laughs" file cannot explode. */
 export function parseDocumentText(
@@ -45,18 +39,7 @@ export function parseDocumentText(
 
 /** Guesses what a parsed document is: OpenAPI/Swagger, Overlay, manual tools or an MCP tools/list. */
 export function classifyDocument(doc: unknown): InputKind | undefined {
-  if (openApiVersion(doc) !== undefined) return "openapi";
-  if (isOverlayDocument(doc)) return "overlay";
-  const manual = manualToolList(doc);
-  if (
-    manual &&
-    manual.length > 0 &&
-    manual.every((t) => isObject(t) && ("method" in t || "path" in t || "schemaVersion" in t))
-  ) {
-    return "manual";
-  }
-  if (mcpToolList(doc)) return "mcp";
-  return undefined;
+  return SOURCES_IN_ORDER.find((s) => s.detect(doc))?.kind;
 }
 
 /** Reads a file named by a relative $ref; parse failures read as undefined. */
@@ -71,8 +54,31 @@ export function readDocumentSync(absolutePath: string): Json | undefined {
 
 /** "mcp:tools.json" style prefixes force the kind of a file input. */
 export function parseInputArg(arg: string): InputSpec {
-  const m = /^(openapi|overlay|mcp|manual|sdk):(.+)$/.exec(arg);
-  return m ? { file: m[2] as string, kind: m[1] as InputKind } : { file: arg };
+  const m = /^([a-z]+):(.+)$/.exec(arg);
+  const kind = SOURCES_IN_ORDER.find((s) => s.kind === m?.[1])?.kind;
+  return m && kind ? { file: m[2] as string, kind } : { file: arg };
+}
+
+/** Lists a live MCP server's tools as an input; undefined (reported) when that fails. */
+async function loadMcpServer(
+  spec: { mcp: McpServerSpec; label?: string },
+  sink: DiagnosticSink,
+): Promise<CompileInput | undefined> {
+  const label =
+    spec.label ??
+    (spec.mcp.transport === "http"
+      ? spec.mcp.url
+      : [spec.mcp.command, ...(spec.mcp.args ?? [])].join(" "));
+  try {
+    return { kind: "mcp", label, doc: (await fetchMcpTools(spec.mcp)) as unknown as Json };
+  } catch (err) {
+    sink.add(
+      "mcp.fetch_failed",
+      `${label}#`,
+      `listing tools failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
+    return undefined;
+  }
 }
 
 /**
@@ -92,39 +98,22 @@ export async function loadInputs(
   ];
   for (const spec of all) {
     if ("mcp" in spec) {
-      const label =
-        spec.label ??
-        (spec.mcp.transport === "http"
-          ? spec.mcp.url
-          : [spec.mcp.command, ...(spec.mcp.args ?? [])].join(" "));
-      try {
-        inputs.push({
-          kind: "mcp",
-          label,
-          doc: (await fetchMcpTools(spec.mcp)) as unknown as Json,
-        });
-      } catch (err) {
-        sink.add(
-          "mcp.fetch_failed",
-          `${label}#`,
-          `listing tools failed: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
+      const input = await loadMcpServer(spec, sink);
+      if (input) inputs.push(input);
       continue;
     }
     const label = spec.file;
     const abs = resolve(cwd, spec.file);
-    if (spec.kind === "sdk" || (spec.kind === undefined && SDK_EXTENSIONS.has(extname(abs)))) {
-      try {
-        const mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
-        inputs.push({ kind: "sdk", label, tools: sdkToolsFromModule(mod) });
-      } catch (err) {
-        sink.add(
-          "sdk.load_failed",
-          `${label}#`,
-          `import failed: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
+    const reader = SOURCES_IN_ORDER.find(
+      (s) =>
+        s.loadFile &&
+        (spec.kind === s.kind ||
+          (spec.kind === undefined && s.fileExtensions?.includes(extname(abs)))),
+    );
+    if (reader?.loadFile) {
+      const loaded = await reader.loadFile(abs, label);
+      if ("input" in loaded) inputs.push(loaded.input);
+      else sink.add(loaded.failure.code, loaded.failure.path, loaded.failure.message);
       continue;
     }
     let text: string;
@@ -148,7 +137,7 @@ export async function loadInputs(
       continue;
     }
     const kind = spec.kind ?? classifyDocument(parsed.doc);
-    if (kind === undefined || kind === "sdk") {
+    if (kind === undefined) {
       sink.add(
         "input.unknown_format",
         `${label}#`,

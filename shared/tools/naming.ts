@@ -41,6 +41,8 @@ export interface NameCandidate {
   name: string;
   key: string;
   path: string;
+  /** The tool's sequence number: its naming diagnostics are grouped with the tool's others. */
+  seq: number;
 }
 
 /**
@@ -51,6 +53,7 @@ export interface NameCandidate {
 export function assignUniqueNames(candidates: NameCandidate[], sink: DiagnosticSink): void {
   for (const c of candidates) {
     if (c.name.length > LIMITS.name) {
+      sink.group = c.seq;
       const before = c.name;
       c.name = withHashSuffix(c.name, c.key);
       sink.add(
@@ -76,6 +79,7 @@ export function assignUniqueNames(candidates: NameCandidate[], sink: DiagnosticS
       // Identical keys (the same operation given twice) still need distinct names.
       for (let i = 2; taken.has(next); i++) next = withHashSuffix(name, `${m.key}#${i}`);
       taken.add(next);
+      sink.group = m.seq;
       sink.add(
         "name.collision",
         m.path,

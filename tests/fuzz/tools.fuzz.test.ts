@@ -38,7 +38,7 @@ describe(`tool compiler: every input kind, bounded (${fuzzRuns(150)} runs, seed 
         .map(([kind, doc]) => ({ kind, label: kind, doc }) as CompileInput),
       fc
         .array(fc.jsonValue(), { maxLength: 4 })
-        .map((tools): CompileInput => ({ kind: "sdk", label: "sdk", tools })),
+        .map((tools): CompileInput => ({ kind: "sdk", label: "sdk", doc: tools })),
     );
     fc.assert(
       fc.property(fc.array(input, { maxLength: 4 }), (inputs) => {

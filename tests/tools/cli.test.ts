@@ -3,7 +3,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runToolsCommand } from "../../services/cli/tools-command.ts";
-import { compileFromFiles, validateCompileResult } from "../../shared/tools/index.ts";
+import {
+  compileFromFiles,
+  serializeResult,
+  validateCompileResult,
+} from "../../shared/tools/index.ts";
 import { FIXTURES, validTool } from "./helpers.ts";
 
 function io(env: Record<string, string | undefined> = {}) {
@@ -30,7 +34,7 @@ describe("switchyard tools (runToolsCommand)", () => {
     const result = JSON.parse(readFileSync(out, "utf8"));
     expect(validateCompileResult(result)).toEqual([]);
     expect(result.tools.map((x: { name: string }) => x.name)).toEqual(["putThing", "uploadFile"]);
-    expect(t.err()).toContain("2 tools, 0 errors");
+    expect(t.err()).toMatch(/^2 tools \(\d+ bytes, largest \w+ \d+ bytes\), 0 errors/m);
   });
 
   test("compile exits 1 when any error diagnostic is present and prints to stdout without -o", async () => {
@@ -69,13 +73,110 @@ describe("switchyard tools (runToolsCommand)", () => {
     expect(b.err()).toContain(`record.maximum at ${bad}#/1/timeoutMs`);
   });
 
-  test("stats reports count, risk mix and estimated tokens", async () => {
+  test("stats reports count, risk mix, estimated tokens and the largest tools", async () => {
     const file = join(tmp, "shop.json");
     const t = io();
     expect(await runToolsCommand(["stats", file], t.io)).toBe(0);
     const stats = JSON.parse(t.out());
-    expect(stats).toMatchObject({ tools: 2, risk: { low: 0, medium: 2, high: 0 } });
+    expect(stats).toMatchObject({ tools: 2, risk: { low: 0, medium: 2, high: 0 }, reduced: 0 });
     expect(stats.estimatedTokens).toBeGreaterThan(10);
+    expect(stats.largest.map((l: { name: string }) => l.name).sort()).toEqual([
+      "putThing",
+      "uploadFile",
+    ]);
+    expect(stats.largest[0].bytes).toBeGreaterThanOrEqual(stats.largest[1].bytes);
+    expect(stats.bytes).toBe(stats.largest[0].bytes + stats.largest[1].bytes);
+  });
+
+  test("the streamed JSON is byte-identical to serializeResult; NDJSON holds the same tools, then diagnostics", async () => {
+    const inputs = ["shop.yaml", "mcp-tools.json", "manual-tools.yaml"].map((f) =>
+      join(FIXTURES, f),
+    );
+    const json = io();
+    await runToolsCommand(["compile", ...inputs], json.io);
+    const expected = serializeResult(await compileFromFiles(inputs.map((file) => ({ file }))));
+    expect(json.out()).toBe(expected);
+    const nd = io();
+    await runToolsCommand(["compile", ...inputs, "--ndjson"], nd.io);
+    const lines = nd
+      .out()
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    const parsed = JSON.parse(expected);
+    expect(lines.filter((l) => "schemaVersion" in l)).toEqual(parsed.tools);
+    expect(lines.filter((l) => "severity" in l)).toEqual(parsed.diagnostics);
+    // Tools first, then diagnostics.
+    const firstDiag = lines.findIndex((l) => "severity" in l);
+    expect(lines.slice(firstDiag).every((l) => "severity" in l)).toBe(true);
+    // Both forms are read back by validate and stats.
+    const file = join(tmp, "out.ndjson");
+    writeFileSync(file, nd.out());
+    const v = io();
+    expect(await runToolsCommand(["validate", file], v.io)).toBe(0);
+    expect(v.out()).toContain(`${parsed.tools.length} tool definition(s) valid`);
+  });
+
+  test("budget flags and --inline-refs reach the compiler; bad values are usage errors", async () => {
+    const shop = join(FIXTURES, "shop.yaml");
+    const inline = io();
+    await runToolsCommand(["compile", shop, "--inline-refs"], inline.io);
+    const tools = JSON.parse(inline.out()).tools as { name: string; inputSchema: object }[];
+    const tree = tools.find((x) => x.name === "saveTree");
+    expect(tree?.inputSchema).not.toHaveProperty("$defs");
+    expect(inline.err()).toContain("inline.recursion_cut");
+    const tight = io();
+    expect(await runToolsCommand(["compile", shop, "--max-tool-bytes", "300"], tight.io)).toBe(1);
+    expect(tight.err()).toContain("budget.tool_omitted");
+    const capped = io();
+    expect(await runToolsCommand(["compile", shop, "--max-output-bytes", "1000"], capped.io)).toBe(
+      1,
+    );
+    expect(capped.err()).toContain("budget.compile_exceeded");
+    expect(await runToolsCommand(["compile", shop, "--max-tool-bytes", "-1"], io().io)).toBe(2);
+    expect(await runToolsCommand(["compile", shop, "--inline-refs=x"], io().io)).toBe(2);
+  });
+
+  test("--emit-document prints the description as the overlays left it", async () => {
+    const overlay = join(tmp, "rename.yaml");
+    writeFileSync(
+      overlay,
+      "overlay: 1.1.0\ninfo: { title: x, version: '1' }\nactions:\n  - target: $.paths['/files'].post\n    update: { operationId: sendFile, x-service-risk: high }\n",
+    );
+    const out = join(tmp, "overlaid.json");
+    const t = io();
+    expect(
+      await runToolsCommand(
+        [
+          "compile",
+          join(FIXTURES, "legacy.swagger.yaml"),
+          "--overlay",
+          overlay,
+          "--emit-document",
+          "-o",
+          out,
+        ],
+        t.io,
+      ),
+    ).toBe(0);
+    const doc = JSON.parse(readFileSync(out, "utf8"));
+    expect(doc.swagger).toBe("2.0");
+    expect(doc.paths["/files"].post).toMatchObject({
+      operationId: "sendFile",
+      "x-service-risk": "high",
+    });
+    const two = io();
+    expect(
+      await runToolsCommand(
+        [
+          "compile",
+          join(FIXTURES, "legacy.swagger.yaml"),
+          join(FIXTURES, "shop.yaml"),
+          "--emit-document",
+        ],
+        two.io,
+      ),
+    ).toBe(2);
   });
 
   test("usage errors exit 2; publish without NATS_URL exits 1", async () => {

@@ -163,9 +163,15 @@ describe("compiler: inputSchema merging", () => {
 });
 
 describe("compiler: $ref handling", () => {
-  test("recursive schemas are kept valid through $defs", () => {
+  test("references stay references: $defs holds each reached definition once", () => {
     const t = byName("saveTree");
-    expect(t.inputSchema.properties.body).toEqual({ $ref: "#/$defs/Node" });
+    // The body is a $ref to a plain object, so it still spreads into inputs.
+    expect(t.paramIn).toEqual({ label: "body", children: "body" });
+    expect(t.inputSchema.properties.children).toEqual({
+      type: "array",
+      items: { $ref: "#/$defs/Node" },
+    });
+    // Recursion needs nothing special: the definition refers to itself by name.
     expect(t.inputSchema.$defs).toEqual({
       Node: {
         type: "object",
@@ -175,19 +181,26 @@ describe("compiler: $ref handling", () => {
         },
       },
     });
-    expect(diags("ref.recursive")).toHaveLength(1);
+    // Only what a tool reaches: a tool without references carries no $defs.
+    expect(byName("get_order").inputSchema.$defs).toBeUndefined();
   });
 
   test("relative-file refs are resolved (with refs inside that file)", () => {
-    expect(byName("shipTo").inputSchema.properties).toEqual({
+    const t = byName("shipTo");
+    expect(t.inputSchema.properties).toEqual({
       city: { type: "string" },
-      country: { type: "string", enum: ["DE", "FR"] },
+      country: { $ref: "#/$defs/shop-parts.Country" },
+    });
+    expect(t.inputSchema.$defs).toEqual({
+      "shop-parts.Country": { type: "string", enum: ["DE", "FR"] },
     });
   });
 
-  test("remote refs are refused with a diagnostic, not fetched", () => {
+  test("remote refs are refused with a diagnostic at the $ref, not fetched", () => {
     expect(byName("remoteThing").inputSchema.properties.body).toEqual({});
-    expect(diags("ref.remote_refused")[0]?.path).toBe("shop.yaml#/paths/~1remote/post");
+    expect(diags("ref.remote_refused")[0]?.path).toBe(
+      "shop.yaml#/paths/~1remote/post/requestBody/content/application~1json/schema/$ref",
+    );
   });
 
   test("an unresolvable ref and a file ref without a file are errors", () => {

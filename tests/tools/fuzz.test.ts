@@ -2,9 +2,17 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { compile, validateCompileResult } from "../../shared/tools/index.ts";
+import {
+  type CompileInput,
+  compile,
+  compileTools,
+  DiagnosticSink,
+  serializeResult,
+  validateCompileResult,
+  writeCompileOutput,
+} from "../../shared/tools/index.ts";
 import type { Json } from "../../shared/tools/schema-merge.ts";
-import { REPO_ROOT } from "./helpers.ts";
+import { expectSoundOutput, REPO_ROOT } from "./helpers.ts";
 
 const SEED = 424242;
 const names = fc.constantFrom("A", "B", "C", "D");
@@ -152,6 +160,64 @@ function assertValid(inputs: Parameters<typeof compile>[0]): boolean {
 }
 
 describe("compiler fuzz (fixed seed)", () => {
+  test("with any budgets and inlining, every tool fits, every schema is valid, every loss is named", () => {
+    const options = fc.record({
+      maxToolBytes: fc.constantFrom(0, 300, 800, 2000, 65_536),
+      maxOutputBytes: fc.constantFrom(0, 1000, 5000),
+      inlineRefs: fc.constantFrom(false, true, 500, 100_000),
+    });
+    fc.assert(
+      fc.property(openapiDoc, options, (raw, opts) => {
+        const doc = JSON.parse(JSON.stringify(raw)) as Json;
+        const r = compile([{ kind: "openapi", label: "doc", doc }], [], opts);
+        expectSoundOutput(r);
+        const sizes = r.tools.map((t) => Buffer.byteLength(JSON.stringify(t)));
+        if (opts.maxToolBytes > 0)
+          for (const b of sizes) expect(b).toBeLessThanOrEqual(opts.maxToolBytes);
+        if (opts.maxOutputBytes > 0)
+          expect(sizes.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(opts.maxOutputBytes);
+        const all = compile([{ kind: "openapi", label: "doc", doc }], [], {
+          maxToolBytes: 0,
+          maxOutputBytes: 0,
+        });
+        // A tool missing under budgets is named by an error; a reduced one by a warning.
+        const kept = new Set(r.tools.map((t) => t.name));
+        const named = r.diagnostics
+          .filter((d) => d.code === "budget.tool_omitted" || d.code === "budget.compile_exceeded")
+          .map((d) => d.message);
+        for (const t of all.tools)
+          if (!kept.has(t.name))
+            expect(named.some((m) => m.includes(`tool ${t.name} `))).toBe(true);
+        const reduced = r.tools.filter((t) => "x-service-schema-reduced" in t.extensions).length;
+        expect(r.diagnostics.filter((d) => d.code === "budget.tool_reduced")).toHaveLength(reduced);
+        return true;
+      }),
+      { seed: SEED, numRuns: 200 },
+    );
+  });
+
+  test("the streamed JSON equals serializeResult for generated documents", async () => {
+    await fc.assert(
+      fc.asyncProperty(openapiDoc, async (raw) => {
+        const inputs: CompileInput[] = [
+          { kind: "openapi", label: "doc", doc: JSON.parse(JSON.stringify(raw)) as Json },
+        ];
+        const sink = new DiagnosticSink();
+        let text = "";
+        await writeCompileOutput({
+          tools: compileTools(inputs, sink),
+          diagnostics: () => sink.ordered(),
+          format: "json",
+          write: (chunk) => {
+            text += chunk;
+          },
+        });
+        expect(text).toBe(serializeResult(compile(inputs)));
+      }),
+      { seed: SEED, numRuns: 100 },
+    );
+  });
+
   test("generated OpenAPI documents with overlays never throw and always give a valid compileResult", () => {
     fc.assert(
       fc.property(openapiDoc, fc.array(overlayDoc, { maxLength: 2 }), (doc, overlays) =>

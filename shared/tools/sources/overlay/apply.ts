@@ -1,8 +1,8 @@
 import Ajv2020, { type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsImport from "ajv-formats";
 import { JSONPathError, type JSONValue, query } from "json-p3";
-import { type DiagnosticSink, docPath } from "./diagnostics.ts";
-import { isObject, type Json, type JsonObject } from "./schema-merge.ts";
+import { type DiagnosticSink, docPath } from "../../diagnostics.ts";
+import { isObject, type Json, type JsonObject } from "../../schema-merge.ts";
 
 /**
  * JSON Schema (2020-12) for Overlay documents, written from the Overlay 1.0.0 specification
@@ -138,6 +138,29 @@ export function applyOverlay(
   label: string,
   sink: DiagnosticSink,
 ): Json {
+  return applyOverlays(doc, [{ doc: overlay, label }], sink);
+}
+
+/**
+ * Applies overlays in order to one copy of the document (a large description is copied once,
+ * not once per overlay); the input is not changed.
+ */
+export function applyOverlays(
+  doc: unknown,
+  overlays: readonly { doc: unknown; label: string }[],
+  sink: DiagnosticSink,
+): Json {
+  let root: Json | undefined;
+  for (const ov of overlays) {
+    if (validOverlay(ov.doc, ov.label, sink)) {
+      root ??= structuredClone(doc) as Json;
+      root = applyInPlace(root, ov.doc as JsonObject, ov.label, sink);
+    }
+  }
+  return root ?? (doc as Json);
+}
+
+function validOverlay(overlay: unknown, label: string, sink: DiagnosticSink): boolean {
   const problems = validateOverlay(overlay);
   if (problems.length > 0) {
     for (const p of problems) {
@@ -148,108 +171,138 @@ export function applyOverlay(
         "Fix the overlay; see the Overlay 1.0 specification.",
       );
     }
-    return doc as Json;
+    return false;
   }
-  const ov = overlay as JsonObject;
+  return true;
+}
+
+type Node = { value: Json; location: (string | number)[] };
+
+/** The nodes a JSONPath target selects, or undefined (reported) when it is not RFC 9535. */
+function selectNodes(
+  root: Json,
+  target: string,
+  where: string,
+  sink: DiagnosticSink,
+): Node[] | undefined {
+  try {
+    return query(target, root as JSONValue).nodes.map((n) => ({
+      value: n.value as Json,
+      location: [...n.location],
+    }));
+  } catch (err) {
+    const msg = err instanceof JSONPathError ? err.message : String(err);
+    sink.add(
+      "overlay.target_invalid",
+      `${where}/target`,
+      `target ${target} is not RFC 9535 JSONPath: ${msg}`,
+    );
+    return undefined;
+  }
+}
+
+function removeNodes(root: Json, nodes: Node[], where: string, sink: DiagnosticSink): void {
+  // Remove array items from the highest index down so earlier removals do not shift later ones.
+  const ordered = [...nodes].sort((a, b) => {
+    const ai = a.location.at(-1);
+    const bi = b.location.at(-1);
+    return typeof ai === "number" && typeof bi === "number" ? bi - ai : 0;
+  });
+  for (const n of ordered) {
+    if (n.location.length === 0) {
+      sink.add("overlay.target_invalid", `${where}/target`, "the document root cannot be removed");
+      continue;
+    }
+    const parent = getAt(root, n.location.slice(0, -1));
+    const key = n.location.at(-1);
+    if (Array.isArray(parent) && typeof key === "number") parent.splice(key, 1);
+    else if (isObject(parent) && typeof key === "string") delete parent[key];
+  }
+}
+
+/** The value an update or copy action merges, or undefined (reported) when there is none. */
+function actionValue(
+  root: Json,
+  action: JsonObject,
+  where: string,
+  sink: DiagnosticSink,
+): Json | undefined {
+  if ("update" in action) return action.update;
+  if (typeof action.copy !== "string") return undefined;
+  try {
+    const src = query(action.copy, root as JSONValue).nodes;
+    if (src.length !== 1) {
+      sink.add(
+        "overlay.copy_invalid",
+        `${where}/copy`,
+        `copy ${action.copy} selects ${src.length} nodes; exactly 1 is needed`,
+      );
+      return undefined;
+    }
+    return structuredClone(src[0]?.value) as Json;
+  } catch (err) {
+    sink.add(
+      "overlay.copy_invalid",
+      `${where}/copy`,
+      `copy ${action.copy} is not valid JSONPath: ${String(err)}`,
+    );
+    return undefined;
+  }
+}
+
+function updateNodes(
+  root: Json,
+  nodes: Node[],
+  u: { value: Json; strict: boolean; target: string; where: string; sink: DiagnosticSink },
+): void {
+  const { value, strict, target, where, sink } = u;
+  for (const n of nodes) {
+    const node = n.location.length === 0 ? root : getAt(root, n.location);
+    if (Array.isArray(node)) node.push(structuredClone(value));
+    else if (isObject(node)) {
+      if (!isObject(value)) {
+        sink.add(
+          "overlay.update_incompatible",
+          `${where}/update`,
+          `update for object ${n.location.join(".") || "$"} must be an object`,
+        );
+        continue;
+      }
+      merge(node, value, strict, (key) =>
+        sink.add(
+          "overlay.update_incompatible",
+          `${where}/update`,
+          `cannot merge ${key} into ${n.location.join(".") || "$"}: kinds differ`,
+        ),
+      );
+    } else {
+      sink.add(
+        "overlay.target_primitive",
+        `${where}/target`,
+        `target ${target} selects a primitive value; only objects and arrays can be updated`,
+      );
+    }
+  }
+}
+
+/** Runs an overlay's actions in order on `root`, changing it in place. */
+function applyInPlace(root: Json, ov: JsonObject, label: string, sink: DiagnosticSink): Json {
   const strict = /^1\.1\./.test(String(ov.overlay));
-  const root = structuredClone(doc) as Json;
-  const actions = ov.actions as JsonObject[];
-  actions.forEach((action, i) => {
+  (ov.actions as JsonObject[]).forEach((action, i) => {
     const where = docPath(label, ["actions", i]);
     const target = action.target as string;
-    let nodes: { value: Json; location: (string | number)[] }[];
-    try {
-      nodes = query(target, root as JSONValue).nodes.map((n) => ({
-        value: n.value as Json,
-        location: [...n.location],
-      }));
-    } catch (err) {
-      const msg = err instanceof JSONPathError ? err.message : String(err);
-      sink.add(
-        "overlay.target_invalid",
-        `${where}/target`,
-        `target ${target} is not RFC 9535 JSONPath: ${msg}`,
-      );
-      return;
-    }
+    const nodes = selectNodes(root, target, where, sink);
+    if (!nodes) return;
     if (nodes.length === 0) {
       sink.add("overlay.target_no_match", `${where}/target`, `target ${target} selects nothing`);
       return;
     }
     if (action.remove === true) {
-      // Remove array items from the highest index down so earlier removals do not shift later ones.
-      const ordered = [...nodes].sort((a, b) => {
-        const ai = a.location.at(-1);
-        const bi = b.location.at(-1);
-        return typeof ai === "number" && typeof bi === "number" ? bi - ai : 0;
-      });
-      for (const n of ordered) {
-        if (n.location.length === 0) {
-          sink.add(
-            "overlay.target_invalid",
-            `${where}/target`,
-            "the document root cannot be removed",
-          );
-          continue;
-        }
-        const parent = getAt(root, n.location.slice(0, -1));
-        const key = n.location.at(-1);
-        if (Array.isArray(parent) && typeof key === "number") parent.splice(key, 1);
-        else if (isObject(parent) && typeof key === "string") delete parent[key];
-      }
+      removeNodes(root, nodes, where, sink);
       return;
     }
-    let value: Json | undefined;
-    if ("update" in action) value = action.update;
-    else if (typeof action.copy === "string") {
-      try {
-        const src = query(action.copy, root as JSONValue).nodes;
-        if (src.length !== 1) {
-          sink.add(
-            "overlay.copy_invalid",
-            `${where}/copy`,
-            `copy ${action.copy} selects ${src.length} nodes; exactly 1 is needed`,
-          );
-          return;
-        }
-        value = structuredClone(src[0]?.value as Json);
-      } catch (err) {
-        sink.add(
-          "overlay.copy_invalid",
-          `${where}/copy`,
-          `copy ${action.copy} is not valid JSONPath: ${String(err)}`,
-        );
-        return;
-      }
-    }
-    if (value === undefined) return;
-    for (const n of nodes) {
-      const node = n.location.length === 0 ? root : getAt(root, n.location);
-      if (Array.isArray(node)) node.push(structuredClone(value));
-      else if (isObject(node)) {
-        if (!isObject(value)) {
-          sink.add(
-            "overlay.update_incompatible",
-            `${where}/update`,
-            `update for object ${n.location.join(".") || "$"} must be an object`,
-          );
-          continue;
-        }
-        merge(node, value, strict, (key) =>
-          sink.add(
-            "overlay.update_incompatible",
-            `${where}/update`,
-            `cannot merge ${key} into ${n.location.join(".") || "$"}: kinds differ`,
-          ),
-        );
-      } else {
-        sink.add(
-          "overlay.target_primitive",
-          `${where}/target`,
-          `target ${target} selects a primitive value; only objects and arrays can be updated`,
-        );
-      }
-    }
+    const value = actionValue(root, action, where, sink);
+    if (value !== undefined) updateNodes(root, nodes, { value, strict, target, where, sink });
   });
   return root;
 }

@@ -1,5 +1,5 @@
-import { completeToolRecord, type ToolSpec } from "./record.ts";
-import type { ToolDefinition } from "./schemas.ts";
+import { completeToolRecord, type ToolSpec } from "../../record.ts";
+import type { ToolDefinition } from "../../schemas.ts";
 
 const SDK_TOOL = Symbol.for("switchyard.sdk-tool");
 
