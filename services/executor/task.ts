@@ -1,12 +1,15 @@
 import type { RouteConfig } from "../../shared/config/index.ts";
 import type { StatusIntent } from "../../shared/domain/index.ts";
-import type { Task } from "../../shared/worker/index.ts";
+import { type Task, type ToolSetReader, withTools } from "../../shared/worker/index.ts";
 import type { AdmittedJob } from "./kinds/kind.ts";
 
-/** Reads a compiled tool set by name (shared/tools' ToolSetStore fits). */
-export interface ToolSetReader {
-  getToolSet(name: string): Promise<readonly object[] | undefined>;
-}
+export type { ToolSetReader } from "../../shared/worker/index.ts";
+
+/**
+ * Largest tool set carried inside a task message (JSON bytes). A larger one travels as a
+ * reference (`tool_set`), so a task never approaches NATS's max_payload (1 MiB by default).
+ */
+export const INLINE_TOOLS_LIMIT = 256 * 1024;
 
 export interface TaskBuilder {
   /**
@@ -15,6 +18,8 @@ export interface TaskBuilder {
    * the task (a worker's first append expects it).
    */
   build(job: AdmittedJob): Promise<Task | StatusIntent>;
+  /** The task with its tools, for an executor that needs them inline (an HTTP POST). */
+  withTools(task: Task): Promise<Task>;
 }
 
 /** Builds tasks; reads a route's tool set only when the route names one. */
@@ -23,9 +28,14 @@ export function createTaskBuilder(toolSets: ToolSetReader): TaskBuilder {
     if (route.tool_set === undefined) return { found: true, tools: undefined } as const;
     const found = await toolSets.getToolSet(route.tool_set);
     if (found === undefined) return { found: false } as const;
-    return { found: true, tools: found.map((t) => ({ ...t })) } as const;
+    const inline = JSON.stringify(found).length <= INLINE_TOOLS_LIMIT;
+    return {
+      found: true,
+      tools: inline ? found.map((t) => ({ ...(t as Record<string, unknown>) })) : undefined,
+    } as const;
   };
   return {
+    withTools: (task) => withTools(task, toolSets),
     async build(job) {
       const { run, route } = job;
       const toolSet = await tools(route);
@@ -44,6 +54,7 @@ export function createTaskBuilder(toolSets: ToolSetReader): TaskBuilder {
         created_at: run.occurred_at,
         deadline: new Date(job.deadlineAt).toISOString(),
         ...(toolSet.tools === undefined ? {} : { tools: toolSet.tools }),
+        ...(route.tool_set === undefined ? {} : { tool_set: { name: route.tool_set } }),
         ...(job.context.summary === undefined ? {} : { run: job.context.summary }),
       };
     },

@@ -49,6 +49,14 @@ export const TaskSchema = Type.Object(
     deadline: Type.String(),
     tools: Type.Optional(Type.Array(ToolDefinition)),
     /**
+     * The route's published tool set. A set too large to travel inside a task message is left
+     * out of `tools` and read from the tool-set store by whoever runs the task (the HTTP
+     * dispatcher before it POSTs, the worker SDK before it calls the handler).
+     */
+    tool_set: Type.Optional(
+      Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
+    ),
+    /**
      * The job's `.job` subject sequence when the task was queued: a worker's first append expects
      * it, so a first delivery needs no read. Absent on 0.1 tasks (the worker reads).
      */
@@ -61,12 +69,28 @@ export const TaskSchema = Type.Object(
 export type Task = Static<typeof TaskSchema>;
 
 /** What an HTTP executor is POSTed: the task without the hub-internal fields. */
-export type HttpTask = Omit<Task, "client_id" | "expected_seq" | "run">;
+export type HttpTask = Omit<Task, "client_id" | "expected_seq" | "run" | "tool_set">;
 
 /** Drops the hub-internal fields of a task for an HTTP executor. */
 export function toHttpTask(task: Task): HttpTask {
-  const { client_id: _client, expected_seq: _seq, run: _run, ...rest } = task;
+  const { client_id: _client, expected_seq: _seq, run: _run, tool_set: _set, ...rest } = task;
   return rest;
+}
+
+/** Reads a published tool set by name (shared/tools' ToolSetStore fits). */
+export interface ToolSetReader {
+  getToolSet(name: string): Promise<readonly object[] | undefined>;
+}
+
+/**
+ * The task with its tools, reading the tool set when the task names one it did not carry.
+ * Throws when the set is gone (the caller fails the job as tool_set_unknown or retries).
+ */
+export async function withTools(task: Task, reader: ToolSetReader): Promise<Task> {
+  if (task.tools !== undefined || task.tool_set === undefined) return task;
+  const tools = await reader.getToolSet(task.tool_set.name);
+  if (tools === undefined) throw new Error(`tool set ${task.tool_set.name} is not published`);
+  return { ...task, tools: tools.map((t) => ({ ...(t as Record<string, unknown>) })) };
 }
 
 const taskChecker = TypeCompiler.Compile(TaskSchema);

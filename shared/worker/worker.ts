@@ -10,7 +10,14 @@ import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
 import { traceIdOf } from "../trace/index.ts";
-import { decodeTask, TASK_STREAM, type Task, taskConsumerName } from "./protocol.ts";
+import {
+  decodeTask,
+  TASK_STREAM,
+  type Task,
+  type ToolSetReader,
+  taskConsumerName,
+  withTools,
+} from "./protocol.ts";
 import { type PullLoop, runPullLoop, TaskSet } from "./pull.ts";
 import { type CurrentStatus, statusAfterWrite, writeStatus } from "./status.ts";
 
@@ -60,6 +67,8 @@ export interface WorkerOptions {
   readonly ids?: IdGenerator;
   /** How long one pull waits for tasks before asking again (default 30 s; see runPullLoop). */
   readonly pullExpiresMs?: number;
+  /** Where a tool set too large to travel in the task is read; default: the hub's tool-set store. */
+  readonly toolSets?: ToolSetReader;
 }
 
 export interface Worker {
@@ -106,6 +115,14 @@ export function createWorker(options: WorkerOptions): Worker {
   });
   const running = new TaskSet();
   const abort = new AbortController();
+  let store: Promise<ToolSetReader> | undefined;
+  const toolSets = (): ToolSetReader =>
+    options.toolSets ?? {
+      async getToolSet(name) {
+        store ??= import("../tools/store.ts").then((m) => m.openToolSetStore(options.nc));
+        return (await store).getToolSet(name);
+      },
+    };
   let stopping = false;
   let loop: Promise<PullLoop | undefined> | undefined;
   let ackWaitMs = 30_000;
@@ -161,9 +178,17 @@ export function createWorker(options: WorkerOptions): Worker {
       return;
     }
     const keepAlive = setInterval(() => msg.working(), Math.max(250, Math.floor(ackWaitMs / 3)));
+    const full = await withTools(task, toolSets()).catch(() => undefined);
     const deadlineMs = Date.parse(task.deadline) - deps().clock.now().getTime();
     const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(Math.max(1, deadlineMs))]);
-    const outcome = await runHandler(task, msg, signal).finally(() => clearInterval(keepAlive));
+    const outcome: StatusIntent | undefined =
+      full === undefined
+        ? {
+            type: "job.rejected",
+            data: { code: "tool_set_unknown", message: "The route's tool set is not published." },
+          }
+        : await runHandler(full, msg, signal);
+    clearInterval(keepAlive);
     if (outcome === undefined) {
       // Stopping: leave the task for another worker.
       msg.nak();

@@ -75,7 +75,17 @@ export async function attemptHttp(
     );
     return { kind: "settled" };
   }
-  const outcome = await post(deps, { job, attempt, remainingMs });
+  let task: Task;
+  try {
+    task = await ctx.tasks.withTools(job.task);
+  } catch {
+    await write({
+      type: "job.rejected",
+      data: { code: "tool_set_unknown", message: "The route's tool set is not published." },
+    });
+    return { kind: "settled" };
+  }
+  const outcome = await post(deps, { job: { ...job, task }, attempt, remainingMs });
   job.log.info({ attempt, outcome: outcome.kind }, "task sent");
   return settle(deps, { job, attempt, known, outcome, write });
 }
