@@ -17,7 +17,6 @@ import type { DispatchIndex } from "../../shared/dispatch/index.ts";
 import {
   type DeliveryTrigger,
   decideCallbackStep,
-  type FinalEvent,
   isFinal,
   isFinalEvent,
   type RunRequested,
@@ -57,7 +56,7 @@ export interface MigrationReport {
   readonly deadlineTimers: number;
   /** HTTP attempts that 0.1 left in flight, recorded as failed so the new dispatcher resends. */
   readonly resumedHttpAttempts: number;
-  /** Callbacks still retrying, and unserved redelivery requests, now waiting in the queue. */
+  /** Unserved redelivery requests, now waiting in the callback queue. */
   readonly callbackWakeups: number;
   readonly removedConsumers: readonly string[];
 }
@@ -141,13 +140,6 @@ async function carryDeadlines(deps: MigrationDeps) {
   return { timers, resumed };
 }
 
-/** True when the job's run asked for a completion callback (0.1 final events do not say). */
-async function askedForCallback(deps: MigrationDeps, event: FinalEvent): Promise<boolean> {
-  if (event.data.run !== undefined) return event.data.run.callback_url !== undefined;
-  const run = await readLastEvent(deps.jsm, event.client_id, event.job_id, "run");
-  return run?.event.type === "run.requested" && run.event.data.callback_url !== undefined;
-}
-
 /** Puts a wake-up in the callback queue when the `.cb` log says the delivery is not settled. */
 async function wakeIfOpen(
   deps: MigrationDeps,
@@ -169,44 +161,33 @@ async function wakeIfOpen(
 }
 
 /**
- * Callbacks 0.1 was still retrying (parked in the `callback` consumer) and redelivery requests
- * its `callback-redelivery` consumer had not served get a wake-up in SWITCHYARD_CALLBACKS. A
- * parked 0.1 message that comes back later reads the same log and changes nothing.
+ * Redelivery requests 0.1's `callback-redelivery` consumer had not served (or was still retrying)
+ * get a wake-up in SWITCHYARD_CALLBACKS, since that consumer goes. Callbacks 0.1 was retrying
+ * need nothing: their messages stay parked in the `callback` consumer, which 0.2 keeps, and come
+ * back at their time to a service that decides from the same `.cb` log (a second driver would
+ * only send them twice).
  */
-async function carryCallbacks(deps: MigrationDeps): Promise<number> {
+async function carryRedeliveries(deps: MigrationDeps): Promise<number> {
+  const redeliveryFrom = await floorOf(deps, V1_REDELIVERY);
+  if (redeliveryFrom === undefined) return 0;
   let wakeups = 0;
-  const progress = createProgress({ label: "callbacks checked", sink: deps.progress });
-  const callbackFrom = (await floorOf(deps, TOPOLOGY.consumers.callback)) ?? 1;
+  const progress = createProgress({ label: "redelivery requests checked", sink: deps.progress });
   for await (const record of readStream(deps.js, {
-    filterSubject: subjectFilters.kind("job"),
-    fromSeq: callbackFrom,
+    filterSubject: subjectFilters.kind("cb"),
+    fromSeq: redeliveryFrom,
   })) {
     progress.tick();
     const event = decodeEvent(record.data);
-    if (!isFinalEvent(event) || !(await askedForCallback(deps, event))) continue;
-    const trigger = { kind: "original" } as const;
-    const ref = { clientId: event.client_id, jobId: event.job_id, finalSeq: record.seq, trigger };
+    if (event.type !== "callback.redelivery_requested") continue;
+    const job = await readLastEvent(deps.jsm, event.client_id, event.job_id, "job");
+    if (!job) continue;
+    const trigger = {
+      kind: "redelivery",
+      seq: record.seq,
+      baseAttempts: event.data.attempts,
+    } as const;
+    const ref = { clientId: event.client_id, jobId: event.job_id, finalSeq: job.seq, trigger };
     if (await wakeIfOpen(deps, ref)) wakeups++;
-  }
-  const redeliveryFrom = await floorOf(deps, V1_REDELIVERY);
-  if (redeliveryFrom !== undefined) {
-    for await (const record of readStream(deps.js, {
-      filterSubject: subjectFilters.kind("cb"),
-      fromSeq: redeliveryFrom,
-    })) {
-      progress.tick();
-      const event = decodeEvent(record.data);
-      if (event.type !== "callback.redelivery_requested") continue;
-      const job = await readLastEvent(deps.jsm, event.client_id, event.job_id, "job");
-      if (!job) continue;
-      const trigger = {
-        kind: "redelivery",
-        seq: record.seq,
-        baseAttempts: event.data.attempts,
-      } as const;
-      const ref = { clientId: event.client_id, jobId: event.job_id, finalSeq: job.seq, trigger };
-      if (await wakeIfOpen(deps, ref)) wakeups++;
-    }
   }
   progress.done();
   return wakeups;
@@ -232,7 +213,7 @@ export async function migrateStore(deps: MigrationDeps): Promise<MigrationReport
   }
   await ensureScheduleStreams(deps.jsm, { replicas: deps.config.nats.replicas });
   const deadlines = await carryDeadlines(deps);
-  const callbackWakeups = await carryCallbacks(deps);
+  const callbackWakeups = await carryRedeliveries(deps);
   const removed: string[] = [];
   for (const name of [V1_WATCHDOG, V1_REDELIVERY]) {
     try {

@@ -14,15 +14,21 @@ const VERSION_KEY = "store_version";
 
 /** The store's version: written in `sy_meta`, or 1 for a store that has events and no mark. */
 export async function readStoreVersion(jsm: JetStreamManager, meta: KV): Promise<number | "fresh"> {
-  const entry = await meta.get(VERSION_KEY);
-  if (entry?.operation === "PUT" && entry.length > 0) return Number(entry.string());
+  const marked = async () => {
+    const entry = await meta.get(VERSION_KEY);
+    return entry?.operation === "PUT" && entry.length > 0 ? Number(entry.string()) : undefined;
+  };
+  const first = await marked();
+  if (first !== undefined) return first;
   try {
     await jsm.streams.info(TOPOLOGY.eventsStream);
-    return 1;
   } catch (err) {
     if (isJsError(err, "streamNotFound")) return "fresh";
     throw err;
   }
+  // A new store's mark is written before its stream, so a service starting beside the one that
+  // creates them may see the stream after having missed the mark: read the mark again.
+  return (await marked()) ?? 1;
 }
 
 /** Marks the store as `version` (a new store, or the end of `switchyard migrate`). */

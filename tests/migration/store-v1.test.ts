@@ -10,7 +10,6 @@ import { systemClock } from "../../shared/clock/index.ts";
 import { parseConfig } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
-import { CALLBACK_QUEUE_STREAM } from "../../shared/schedule/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -92,8 +91,8 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
   expect(migrated.code).toBe(0);
   // worker-0, worker-1 (tasks waiting for a worker) and http-async (202, never reported).
   expect(migrated.stdout).toContain("deadline timers for open jobs: 3");
-  // cb-down-0..2 (retrying) and cb-gone-0 (an unserved redelivery request).
-  expect(migrated.stdout).toContain("callbacks and redeliveries queued: 4");
+  // cb-gone-0's unserved redelivery request (cb-down-0..2's retries stay parked where 0.1 left them).
+  expect(migrated.stdout).toContain("redelivery requests queued: 1");
   expect(migrated.stdout).toContain("old consumers removed: watchdog, callback-redelivery");
   const again = await cli(["migrate"]);
   expect(again).toMatchObject({ code: 0, stdout: "store version 2: nothing to migrate\n" });
@@ -147,13 +146,17 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
   });
   expect(gone.event.data).toMatchObject({ redelivery_seq: expect.any(Number) });
 
-  // Callbacks 0.1 was retrying (next try in an hour) wait in the new queue, one entry each.
-  const queue = await hub.hub.jsm.streams.info(CALLBACK_QUEUE_STREAM, {
-    subjects_filter: "sy.cbq.>",
-  });
-  const queued = Object.keys(queue.state.subjects ?? {});
+  // Callbacks 0.1 was retrying (next try an hour after the fixture was made, so due by now) come
+  // back from the callback consumer where 0.1 parked them: each is delivered once, as attempt 2.
   for (const name of ["cb-down-0", "cb-down-1", "cb-down-2"]) {
-    expect(queued).toContain(`sy.cbq.acme.${jobs[name]}`);
+    const delivered = await waitFor(`${name}'s retried callback`, async () => {
+      const last = await readLastEvent(hub?.hub.jsm as never, "acme", jobs[name] ?? "", "cb");
+      return last?.event.type === "callback.delivered" ? last : undefined;
+    });
+    expect(delivered.event.data).toMatchObject({ attempts: 2 });
+    expect(
+      received.filter((r) => r.port === 29102 && r.body.includes(jobs[name] ?? "")),
+    ).toHaveLength(1);
   }
 
   // The old consumers are gone; the projector acks in rounds now.
