@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { DURATION_PATTERN } from "./duration.ts";
+import { AdminApiConfig, ConsoleConfig, IndexConfig, OperatorConfig } from "./operations.ts";
 
 const Duration = (defaultValue: string, description: string) =>
   Type.String({ pattern: DURATION_PATTERN, default: defaultValue, description });
@@ -232,6 +233,11 @@ export const ConfigSchema = Type.Object(
     clients: Type.Array(ClientConfig, { default: [] }),
     routes: Type.Array(RouteConfig, { default: [] }),
     callbacks: CallbacksConfig,
+    // Issue 16 (shared/config/operations.ts): operators, their API, the console, the index.
+    operators: Type.Array(OperatorConfig, { default: [] }),
+    admin_api: AdminApiConfig,
+    console: ConsoleConfig,
+    index: IndexConfig,
   },
   { additionalProperties: false },
 );
