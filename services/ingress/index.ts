@@ -7,10 +7,12 @@ import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared
 import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import type { IndexStore } from "../../shared/search/index.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
 import { createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
+import { createJobsApi } from "./jobs-api.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 import { createRunSubmitter } from "./submit-run.ts";
@@ -26,6 +28,13 @@ export interface IngressDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly metrics?: HubMetrics;
+  /** The search index (GET /jobs, the operator API); absent when index.enabled is false. */
+  readonly index?: IndexStore;
+  /** The operator API and console, mounted on this server (services/admin-api). */
+  readonly operator?: {
+    readonly paths: readonly string[];
+    handle(request: Request): Promise<Response>;
+  };
 }
 
 export interface RunningIngress {
@@ -42,9 +51,26 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
   let draining = false;
+  const routes = createRouteTable(config);
+  const jobsApi = createJobsApi({
+    ...(deps.index ? { store: deps.index } : {}),
+    cancel: {
+      nc: hub.nc,
+      js: hub.js,
+      jsm: hub.jsm,
+      clock,
+      ids: deps.ids,
+      route: routes.route,
+      replicas: config.nats.replicas,
+      logger,
+    },
+    now: () => clock.now().getTime(),
+  });
   const app = createIngressApp({
+    jobsApi,
+    ...(deps.operator ? { operator: deps.operator } : {}),
     auth: await createAuthenticator(config.clients),
-    routes: createRouteTable(config),
+    routes,
     submitter: createRunSubmitter({
       js: hub.js,
       jsm: hub.jsm,

@@ -115,6 +115,8 @@ const HttpExecutor = Type.Object(
       uniqueItems: true,
     }),
     timeout: Duration("30s", "Budget of one task POST."),
+    /** Where a signed cancel request is POSTed once when a job of this route is cancelled. */
+    cancel_url: Type.Optional(Type.String({ pattern: "^https?://", maxLength: 2048 })),
     max_attempts: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
     retry_backoff: Type.Array(Type.String({ pattern: DURATION_PATTERN }), {
       minItems: 1,

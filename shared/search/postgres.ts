@@ -13,7 +13,7 @@ import {
 } from "./sql.ts";
 import { pageOf } from "./sqlite.ts";
 import type { IndexPosition, IndexStore, IndexWrite } from "./types.ts";
-import { indexKey } from "./types.ts";
+import { EMPTY_POSITION, indexKey } from "./types.ts";
 
 /** Rows per INSERT statement: 12 parameters each, well below PostgreSQL's 65,535. */
 const ROWS_PER_STATEMENT = 500;
@@ -44,8 +44,8 @@ async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
   }
   const p = write.position;
   await tx.unsafe(
-    "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms",
-    [p.appliedSeq, p.pending, p.updatedMs],
+    "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream) VALUES (1, $1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream",
+    [p.appliedSeq, p.pending, p.updatedMs, p.stream],
   );
 }
 
@@ -89,7 +89,7 @@ export function openPostgresIndex(
     },
     async position(): Promise<IndexPosition> {
       const [row] = await rows(
-        "SELECT applied_seq, pending, updated_ms FROM sy_index_meta WHERE id = 1",
+        "SELECT applied_seq, pending, updated_ms, stream FROM sy_index_meta WHERE id = 1",
         [],
       );
       return row
@@ -97,8 +97,9 @@ export function openPostgresIndex(
             appliedSeq: Number(row.applied_seq),
             pending: Number(row.pending),
             updatedMs: Number(row.updated_ms),
+            stream: String(row.stream),
           }
-        : { appliedSeq: 0, pending: 0, updatedMs: 0 };
+        : EMPTY_POSITION;
     },
     async heartbeat(pending, nowMs) {
       await rows("UPDATE sy_index_meta SET pending = $1, updated_ms = $2 WHERE id = 1", [

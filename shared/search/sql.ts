@@ -37,7 +37,8 @@ export const TABLES = [
     id INTEGER PRIMARY KEY,
     applied_seq BIGINT NOT NULL,
     pending BIGINT NOT NULL,
-    updated_ms BIGINT NOT NULL
+    updated_ms BIGINT NOT NULL,
+    stream TEXT NOT NULL
   )`,
   // Newest first within a client (the Client API list) and across clients (operator search);
   // each filter the issue names has an index led by it, ending in the page order.

@@ -12,7 +12,13 @@ import {
   TABLES,
   UPSERT_TAIL,
 } from "./sql.ts";
-import { type IndexPosition, type IndexStore, indexKey, type Page } from "./types.ts";
+import {
+  EMPTY_POSITION,
+  type IndexPosition,
+  type IndexStore,
+  indexKey,
+  type Page,
+} from "./types.ts";
 
 type Value = string | number | bigint | boolean | null;
 
@@ -41,7 +47,7 @@ export function openSqliteIndex(path: string): IndexStore {
     );
   const setPosition = () =>
     db.query(
-      "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms",
+      "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream) VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream",
     );
 
   return {
@@ -68,16 +74,26 @@ export function openSqliteIndex(path: string): IndexStore {
           counts.run(c.kind, c.minute, c.clientId, c.route, c.status, c.delta);
         }
         const p = write.position;
-        position.run(p.appliedSeq, p.pending, p.updatedMs);
+        position.run(p.appliedSeq, p.pending, p.updatedMs, p.stream);
       })();
     },
     async position(): Promise<IndexPosition> {
       const row = db
-        .query("SELECT applied_seq, pending, updated_ms FROM sy_index_meta WHERE id = 1")
-        .get() as { applied_seq: number; pending: number; updated_ms: number } | null;
+        .query("SELECT applied_seq, pending, updated_ms, stream FROM sy_index_meta WHERE id = 1")
+        .get() as {
+        applied_seq: number;
+        pending: number;
+        updated_ms: number;
+        stream: string;
+      } | null;
       return row
-        ? { appliedSeq: row.applied_seq, pending: row.pending, updatedMs: row.updated_ms }
-        : { appliedSeq: 0, pending: 0, updatedMs: 0 };
+        ? {
+            appliedSeq: row.applied_seq,
+            pending: row.pending,
+            updatedMs: row.updated_ms,
+            stream: row.stream,
+          }
+        : EMPTY_POSITION;
     },
     async heartbeat(pending, nowMs) {
       db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = 1").run(

@@ -78,7 +78,17 @@ export interface IndexPosition {
   readonly pending: number;
   /** When the indexer last wrote (a heartbeat while idle); epoch ms, 0 when never. */
   readonly updatedMs: number;
+  /** Which events stream the sequences are of (its creation time): another one means rebuild. */
+  readonly stream: string;
 }
+
+/** The position of an index nothing was written to. */
+export const EMPTY_POSITION: IndexPosition = {
+  appliedSeq: 0,
+  pending: 0,
+  updatedMs: 0,
+  stream: "",
+};
 
 /** One job row as the indexer writes it. */
 export interface IndexRow {

@@ -114,15 +114,25 @@ for (const [engine, open] of ENGINES) {
             delta: 1,
           },
         ],
-        position: { appliedSeq: 60, pending: 5, updatedMs: 1234 },
+        position: { appliedSeq: 60, pending: 5, updatedMs: 1234, stream: "s1" },
       });
     });
     afterAll(async () => cleanup?.());
 
     test("position is stored with the rows", async () => {
-      expect(await store.position()).toEqual({ appliedSeq: 60, pending: 5, updatedMs: 1234 });
+      expect(await store.position()).toEqual({
+        appliedSeq: 60,
+        pending: 5,
+        updatedMs: 1234,
+        stream: "s1",
+      });
       await store.heartbeat(0, 5678);
-      expect(await store.position()).toEqual({ appliedSeq: 60, pending: 0, updatedMs: 5678 });
+      expect(await store.position()).toEqual({
+        appliedSeq: 60,
+        pending: 0,
+        updatedMs: 5678,
+        stream: "s1",
+      });
     });
 
     test("newest first, one client only, pages by keyset without gaps or repeats", async () => {
@@ -165,7 +175,7 @@ for (const [engine, open] of ENGINES) {
           },
         ],
         counts: [],
-        position: { appliedSeq: 61, pending: 0, updatedMs: 1 },
+        position: { appliedSeq: 61, pending: 0, updatedMs: 1, stream: "s1" },
       });
       const rest: string[] = [];
       let after = first.next;
@@ -214,7 +224,7 @@ for (const [engine, open] of ENGINES) {
       await store.apply({
         rows: [{ view: { ...original, status: "done", seq: 2 }, tenant: undefined }],
         counts: [],
-        position: { appliedSeq: 61, pending: 0, updatedMs: 1 },
+        position: { appliedSeq: 61, pending: 0, updatedMs: 1, stream: "s1" },
       });
       let loaded = await store.load([{ clientId: "acme", jobId: jobId(4) }]);
       expect(loaded.get(`acme.${jobId(4)}`)?.status).toBe(original.status);
@@ -231,7 +241,7 @@ for (const [engine, open] of ENGINES) {
           },
         ],
         counts: [],
-        position: { appliedSeq: 62, pending: 0, updatedMs: 1 },
+        position: { appliedSeq: 62, pending: 0, updatedMs: 1, stream: "s1" },
       });
       loaded = await store.load([
         { clientId: "acme", jobId: jobId(4) },
@@ -273,7 +283,7 @@ for (const [engine, open] of ENGINES) {
             delta: -1,
           },
         ],
-        position: { appliedSeq: 62, pending: 0, updatedMs: 1 },
+        position: { appliedSeq: 62, pending: 0, updatedMs: 1, stream: "s1" },
       });
       expect(
         await store.counts({
