@@ -8,9 +8,10 @@ import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts"
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
+import { createOperatorSurface } from "../admin-api/index.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
-import { createAuthFailureLimiter } from "./auth-limit.ts";
+import { clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
 import { createJobsApi } from "./jobs-api.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
@@ -52,6 +53,24 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
   let draining = false;
   const routes = createRouteTable(config);
+  const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
+  const authFailures = createAuthFailureLimiter(clock, config.server.auth_failures_per_minute);
+  let server: { requestIP(request: Request): { address: string } | null } | undefined;
+  // The operator API and console (issue 16) on this server: operator credentials only.
+  const operator = await createOperatorSurface({
+    hub,
+    config,
+    ...(deps.index ? { store: deps.index } : {}),
+    // Operators authenticate like clients (hashed tokens or JWTs), against their own list.
+    credentials: await createAuthenticator(config.operators as unknown as Config["clients"]),
+    limiter: authFailures,
+    addressOf: (request) =>
+      clientAddress(request, server?.requestIP(request), config.server.trust_proxy_hops),
+    deriveJobId,
+    clock,
+    ids: deps.ids,
+    logger: logger.child({ component: "operator-api" }),
+  });
   const jobsApi = createJobsApi({
     ...(deps.index ? { store: deps.index } : {}),
     cancel: {
@@ -68,21 +87,21 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   });
   const app = createIngressApp({
     jobsApi,
-    ...(deps.operator ? { operator: deps.operator } : {}),
+    operator,
     auth: await createAuthenticator(config.clients),
     routes,
     submitter: createRunSubmitter({
       js: hub.js,
       jsm: hub.jsm,
       reader,
-      deriveJobId: createJobIdDeriver(await loadJobIdKey(hub.meta)),
+      deriveJobId,
       ids: deps.ids,
       clock,
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
     }),
     reader,
     rateLimiter: createRateLimiter(clock),
-    authFailures: createAuthFailureLimiter(clock, config.server.auth_failures_per_minute),
+    authFailures,
     trustProxyHops: config.server.trust_proxy_hops,
     limits: {
       maxBodyBytes: config.server.max_body_bytes,
@@ -115,12 +134,13 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     // Bun's own limit answers 413 without a problem body; ours (checked in the handler) is lower.
     maxRequestBodySize: config.server.max_body_bytes * 2 + 65_536,
   });
-  const server = app.server;
-  if (!server) throw new Error("ingress did not start");
-  const url = `http://${config.server.host}:${server.port}`;
+  const listening = app.server;
+  if (!listening) throw new Error("ingress did not start");
+  server = listening;
+  const url = `http://${config.server.host}:${listening.port}`;
   logger.info({ url }, "ingress listening");
   return {
-    port: server.port ?? 0,
+    port: listening.port ?? 0,
     url,
     async stop() {
       draining = true;

@@ -14,9 +14,12 @@ import {
   decodeCursor,
   encodeCursor,
   type IndexStore,
+  listHeaders,
   type PagePosition,
+  parseTime,
+  queryValues,
+  refuseUnknown,
 } from "../../shared/search/index.ts";
-import { listHeaders, parseTime, queryValues, refuseUnknown } from "./query-params.ts";
 
 /** GET /jobs page size bounds (issue 16). */
 export const LIST_LIMIT = { min: 1, max: 500, default: 50 } as const;

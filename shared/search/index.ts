@@ -5,6 +5,7 @@
  */
 export * from "./cursor.ts";
 export * from "./open.ts";
+export * from "./params.ts";
 export { openPostgresIndex } from "./postgres.ts";
 export { openSqliteIndex } from "./sqlite.ts";
 export * from "./types.ts";

@@ -6,6 +6,7 @@ import {
   countsSql,
   Params,
   pageSql,
+  perMinuteSql,
   ROW_COLUMNS,
   rowValues,
   TABLES,
@@ -126,6 +127,11 @@ export function openPostgresIndex(
         status: String(r.status),
         count: Number(r.n),
       }));
+    },
+    async perMinute(query) {
+      const { sql: text, params } = perMinuteSql("postgres", query);
+      const found = await rows(text, params);
+      return new Map(found.map((r) => [Number(r.minute), Number(r.n)]));
     },
     async *scan(batch) {
       let after = { client: "", job: "" };

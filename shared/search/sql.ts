@@ -175,3 +175,18 @@ export const UPSERT_TAIL = `ON CONFLICT (client_id, job_id) DO UPDATE SET
 
 export const COUNT_UPSERT_TAIL =
   "ON CONFLICT (kind, minute, client_id, route, status) DO UPDATE SET n = sy_job_counts.n + excluded.n";
+
+export function perMinuteSql(
+  dialect: Dialect,
+  query: CountQuery,
+): { sql: string; params: unknown[] } {
+  const params = new Params(dialect);
+  let where = `kind = ${params.add(query.kind)} AND minute >= ${params.add(query.fromMinute)} AND minute < ${params.add(query.toMinute)}`;
+  if (query.clientIds !== undefined && query.clientIds.length > 0) {
+    where += ` AND client_id IN (${params.list(query.clientIds)})`;
+  }
+  return {
+    sql: `SELECT minute, SUM(n) AS n FROM sy_job_counts WHERE ${where} GROUP BY minute`,
+    params: params.values,
+  };
+}

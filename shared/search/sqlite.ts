@@ -7,6 +7,7 @@ import {
   countSql,
   countsSql,
   pageSql,
+  perMinuteSql,
   ROW_COLUMNS,
   rowValues,
   TABLES,
@@ -117,6 +118,11 @@ export function openSqliteIndex(path: string): IndexStore {
         status: r.status,
         count: Number(r.n),
       }));
+    },
+    async perMinute(query) {
+      const { sql, params } = perMinuteSql("sqlite", query);
+      const rows = all(sql, params) as { minute: number; n: number }[];
+      return new Map(rows.map((r) => [Number(r.minute), Number(r.n)]));
     },
     async *scan(batch) {
       let after = { client: "", job: "" };

@@ -120,6 +120,8 @@ export interface IndexStore {
   /** How many jobs match (for a bulk action's dry run), counting at most `cap` + 1. */
   count(filter: JobFilter, cap: number): Promise<number>;
   counts(query: CountQuery): Promise<CountRow[]>;
+  /** Totals per minute of the window (minutes without jobs are absent). */
+  perMinute(query: CountQuery): Promise<Map<number, number>>;
   /** Every indexed view in key order, for `audit verify`. */
   scan(batch: number): AsyncIterable<JobView>;
   /** Deletes jobs created before this time, and their counts (the stream's retention). */

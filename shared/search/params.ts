@@ -1,5 +1,5 @@
-import type { InvalidRequestError } from "../../shared/errors/index.ts";
-import type { IndexPosition } from "../../shared/search/index.ts";
+import type { InvalidRequestError } from "../errors/index.ts";
+import type { IndexPosition } from "./types.ts";
 
 /** Builds the 400 of one query parameter. */
 export type InvalidParam = (param: string, message: string) => InvalidRequestError;
