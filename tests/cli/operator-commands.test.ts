@@ -161,15 +161,12 @@ describe("index rebuild and audit verify", () => {
         yaml: extra,
         services: ["ingress", "executor"],
       });
+      const ids: string[] = [];
       for (let i = 0; i < 3; i++) {
-        expect(
-          (
-            await hub.run(
-              { request_id: `rb-${i}`, route: "demo.echo", input: "x" },
-              CLIENT_TOKENS.acme,
-            )
-          ).status,
-        ).toBe(202);
+        const body = { request_id: `rb-${i}`, route: "demo.echo", input: "x" };
+        const res = await hub.run(body, CLIENT_TOKENS.acme);
+        expect(res.status).toBe(202);
+        ids.push(((await res.json()) as { job_id: string }).job_id);
       }
       const empty = (await (await hub.request("/jobs", { token: CLIENT_TOKENS.acme })).json()) as {
         jobs: unknown[];
