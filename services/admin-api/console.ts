@@ -1,7 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { extname, join } from "node:path";
 import type { Elysia } from "elysia";
-import { InvalidRequestError, NotFoundError } from "../../shared/errors/index.ts";
+import {
+  InvalidRequestError,
+  NotFoundError,
+  UnauthorizedError,
+} from "../../shared/errors/index.ts";
 import { CsrfError } from "../../shared/errors/operator.ts";
 import { cookieHeader } from "./auth.ts";
 import { type AdminContext, callerOf, json, readBody } from "./context.ts";
@@ -62,8 +66,23 @@ export function consoleRoutes(app: Elysia, ctx: AdminContext): void {
   const assets = loadAssets();
   const secure = ctx.config.console.secure_cookie;
   app
-    .get(base, ({ request }) => serve(assets.get("index.html"), request))
-    .get(`${base}/`, ({ request }) => serve(assets.get("index.html"), request))
+    // The page's links are relative to `<base>/`.
+    // (Elysia routes `/console` and `/console/` alike: the path itself says which it was.)
+    .get(base, ({ request }) =>
+      new URL(request.url).pathname.endsWith("/")
+        ? serve(assets.get("index.html"), request)
+        : new Response(null, { status: 302, headers: { location: `${base}/` } }),
+    )
+    .get(`${base}/state`, async ({ request }) => {
+      // The page asks who is logged in; nobody is an answer, not an error.
+      const caller = await callerOf(ctx, request).catch((err: unknown) => {
+        if (err instanceof UnauthorizedError) return undefined;
+        throw err;
+      });
+      if (!caller) return json({ operator: null });
+      const { id, role, read_payloads } = caller.operator;
+      return json({ operator: { id, role, read_payloads }, csrf_token: caller.csrf ?? "" });
+    })
     .get(`${base}/assets/:file`, ({ request, params }) => serve(assets.get(params.file), request))
     .post(
       `${base}/login`,
