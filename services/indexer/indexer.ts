@@ -226,6 +226,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       lastPrune = at;
       const removed = await store.prune(at - deps.retentionMs);
       if (removed > 0) logger.info({ removed }, "index pruned to the stream's retention");
+      await store.optimize();
     }
   };
 

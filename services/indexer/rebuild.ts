@@ -52,6 +52,7 @@ export async function rebuildIndex(
   } finally {
     await indexer.stop();
   }
+  await deps.store.optimize();
   return {
     events: indexer.appliedSeq(),
     jobs: await deps.store.count({}, Number.MAX_SAFE_INTEGER - 1),

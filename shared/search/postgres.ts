@@ -151,6 +151,9 @@ export function openPostgresIndex(
       await rows("DELETE FROM sy_job_counts WHERE minute < $1", [Math.floor(beforeMs / 60_000)]);
       return Number((removed as unknown as { count?: number }).count ?? 0);
     },
+    async optimize() {
+      await sql.unsafe("ANALYZE sy_jobs, sy_job_counts");
+    },
     async reset() {
       await sql.begin(async (tx) => {
         await tx.unsafe("TRUNCATE sy_jobs, sy_job_counts, sy_index_meta");

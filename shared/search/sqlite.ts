@@ -146,6 +146,14 @@ export function openSqliteIndex(path: string): IndexStore {
       db.query("DELETE FROM sy_job_counts WHERE minute < ?").run(Math.floor(beforeMs / 60_000));
       return removed.changes;
     },
+    async optimize() {
+      // A first ANALYZE gives the planner its statistics; later, optimize re-analyzes only what
+      // changed enough (bounded by analysis_limit, so it stays cheap on a large index).
+      const analyzed = db.query("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").get();
+      if (analyzed === null) db.exec("ANALYZE");
+      db.exec("PRAGMA analysis_limit = 1000");
+      db.exec("PRAGMA optimize");
+    },
     async reset() {
       db.transaction(() => {
         db.exec("DELETE FROM sy_jobs");

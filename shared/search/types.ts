@@ -126,6 +126,8 @@ export interface IndexStore {
   scan(batch: number): AsyncIterable<JobView>;
   /** Deletes jobs created before this time, and their counts (the stream's retention). */
   prune(beforeMs: number): Promise<number>;
+  /** Refreshes the query planner's statistics (after a rebuild, and hourly by the indexer). */
+  optimize(): Promise<void>;
   /** Empties the index (`switchyard index rebuild`). */
   reset(): Promise<void>;
   close(): Promise<void>;

@@ -256,6 +256,16 @@ for (const [engine, open] of ENGINES) {
       expect(byTenant.views.map((v) => v.job_id)).toEqual([jobId(4)]);
     });
 
+    test("per-minute totals; optimize refreshes the planner's statistics", async () => {
+      const series = await store.perMinute({ kind: "created", fromMinute: 100, toMinute: 102 });
+      expect([...series.entries()].sort()).toEqual([
+        [100, 3],
+        [101, 3],
+      ]);
+      await store.optimize();
+      expect(await store.count({ clientIds: ["acme"] }, 1000)).toBe(30);
+    });
+
     test("count is capped; counts add up per route and status over a window", async () => {
       expect(await store.count({ clientIds: ["acme"] }, 1000)).toBe(30);
       expect(await store.count({}, 10)).toBe(11);
