@@ -122,12 +122,14 @@ async function up(): Promise<void> {
   }
   let token: string | undefined;
   let callbackSecret: string | undefined;
+  let operatorToken: string | undefined;
   if (!config) {
     const port = Number(env.SWITCHYARD_PORT ?? 8080);
     const demo = demoConfig(natsUrl ?? "", port);
     config = demo.config;
     token = demo.token;
     callbackSecret = demo.callbackSecret;
+    operatorToken = demo.operatorToken;
   }
   const logger = createLogger({ level: logLevel(config), service: "switchyard" });
   let running: RunningHub;
@@ -154,6 +156,7 @@ async function up(): Promise<void> {
         `  routes   : demo.echo (builtin echo), demo.sleep (builtin sleep 2 s)`,
         "  callbacks: loopback and private callback_url targets are ALLOWED (demo only: callbacks.allow_private)",
         `  callback secret: ${callbackSecret}   (verify callbacks with it; new on every start)`,
+        `  console  : ${base}/console   operator token: ${operatorToken}   (new on every start)`,
         "",
         "Try it:",
         `  curl -s -X POST ${base}/run -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' \\`,
