@@ -59,14 +59,7 @@ export async function startServices(
   let draining = false;
   const ready = async () => !draining && (await hub.topologyReady());
   // The search index: opened where it is read (ingress) or written (projector), issue 16.
-  const search = await startSearchIndex({
-    services,
-    hub,
-    config,
-    clock: deps.clock,
-    ids: deps.ids,
-    logger,
-  });
+  const search = await startSearchIndex({ services, hub, config, logger });
 
   if (services.includes("ingress")) {
     ingress = await startIngress({

@@ -1,7 +1,5 @@
-import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
-import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { type IndexStore, openIndexStore } from "../../shared/search/index.ts";
 import { createIndexer } from "../indexer/index.ts";
@@ -20,8 +18,6 @@ export async function startSearchIndex(deps: {
   readonly services: readonly ServiceName[];
   readonly hub: HubConnection;
   readonly config: Config;
-  readonly clock: Clock;
-  readonly ids: IdGenerator;
   readonly logger: Logger;
 }) {
   const { config } = deps;
