@@ -96,12 +96,14 @@ function syntheticJob(n: number, r: () => number): { view: JobView; tenant: stri
 
 async function fill(store: IndexStore, log: (s: string) => void): Promise<number> {
   const r = rng(42);
+  const owner = await store.claim();
   const started = performance.now();
   const batch = 5_000;
   for (let n = 0; n < spec.jobs; n += batch) {
     const rows = [];
     for (let i = n; i < Math.min(spec.jobs, n + batch); i++) rows.push(syntheticJob(i, r));
     await store.apply({
+      owner,
       rows,
       counts: [],
       position: { appliedSeq: n + batch, pending: 0, updatedMs: Date.now(), stream: "bench" },

@@ -23,6 +23,7 @@ import {
 import type { Logger } from "../../shared/log/index.ts";
 import {
   type CountDelta,
+  IndexFencedError,
   type IndexRow,
   type IndexStore,
   indexKey,
@@ -86,6 +87,8 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   let lastPrune = 0;
   /** The events stream's creation time: the index's sequences are of this stream. */
   let stream = "";
+  /** This indexer's epoch (store.claim): a newer indexer fences this one's writes. */
+  let owner = 0;
   let wake: (() => void) | undefined;
   let space: (() => void) | undefined;
   let loopDone: Promise<void> = Promise.resolve();
@@ -195,13 +198,16 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       countChanges(job.stored ?? null, row.view, counts);
     }
     const position = positionAfter(new Set(due.map((j) => j.key)));
-    if (rows.length === 0 && position === applied) return;
-    await store.apply({
-      rows,
-      counts: [...counts.values()].filter((c) => c.delta !== 0),
-      position: { appliedSeq: position, pending, updatedMs: at, stream },
-    });
-    lastWrite = at;
+    // Nothing new (events the index had already): no transaction, but the jobs are done with.
+    if (rows.length > 0 || position !== applied) {
+      await store.apply({
+        rows,
+        counts: [...counts.values()].filter((c) => c.delta !== 0),
+        position: { appliedSeq: position, pending, updatedMs: at, stream },
+        owner,
+      });
+      lastWrite = at;
+    }
     for (const job of due) {
       held.delete(job.key);
       if (job.state === null || isSettledView(job.state)) unsettled.delete(job.key);
@@ -257,6 +263,14 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         await round();
         backoffMs = 0;
       } catch (err) {
+        if (err instanceof IndexFencedError) {
+          // Another indexer runs now (run one): this one stops, leaving its work to it.
+          logger.error({ err: err.message }, "indexer stopped: another indexer owns the index");
+          running = false;
+          queue = [];
+          held.clear();
+          break;
+        }
         backoffMs = Math.min(Math.max(backoffMs * 2, 100), 5_000);
         logger.error({ err: (err as Error).message, retry_ms: backoffMs }, "index write failed");
         keepAlive();
@@ -292,6 +306,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 
   return {
     async start() {
+      owner = await store.claim();
       stream = (await deps.jsm.streams.info(TOPOLOGY.eventsStream)).created;
       const stored = await store.position();
       applied = stored.appliedSeq;
@@ -321,7 +336,13 @@ export function createIndexer(deps: IndexerDeps): Indexer {
             space = undefined;
           }
         }
-      })();
+      })().catch((err: unknown) => {
+        // The connection closed under it: nothing more comes; what was not committed comes again
+        // to the next indexer, from the index's position.
+        logger.error({ err: (err as Error).message }, "index consumer ended");
+        running = false;
+        wake?.();
+      });
       logger.info({ backend: store.backend, from_seq: applied + 1 }, "indexer started");
     },
     async stop() {

@@ -1,6 +1,7 @@
 import { SQL } from "bun";
 import type { JobView } from "../domain/index.ts";
 import {
+  CLAIM_SQL,
   COUNT_UPSERT_TAIL,
   countSql,
   countsSql,
@@ -14,7 +15,7 @@ import {
 } from "./sql.ts";
 import { pageOf } from "./sqlite.ts";
 import type { IndexPosition, IndexStore, IndexWrite } from "./types.ts";
-import { EMPTY_POSITION, indexKey } from "./types.ts";
+import { EMPTY_POSITION, IndexFencedError, indexKey } from "./types.ts";
 
 /** Rows per INSERT statement: 12 parameters each, well below PostgreSQL's 65,535. */
 const ROWS_PER_STATEMENT = 500;
@@ -22,6 +23,13 @@ const ROWS_PER_STATEMENT = 500;
 type Tx = { unsafe(sql: string, params?: unknown[]): Promise<unknown[]> };
 
 async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
+  // Row-locks the owner record: a concurrent claim waits for this transaction, and a write of an
+  // older epoch is refused.
+  const [owner] = (await tx.unsafe("SELECT epoch FROM sy_index_owner WHERE id = 1 FOR UPDATE")) as {
+    epoch: unknown;
+  }[];
+  const current = Number(owner?.epoch ?? 0);
+  if (current !== write.owner) throw new IndexFencedError(write.owner, current);
   for (let i = 0; i < write.rows.length; i += ROWS_PER_STATEMENT) {
     const params = new Params("postgres");
     const tuples = write.rows
@@ -84,6 +92,10 @@ export function openPostgresIndex(
         out.set(indexKey(String(r.client_id), String(r.job_id)), JSON.parse(String(r.view)));
       }
       return out;
+    },
+    async claim() {
+      const [row] = await rows(CLAIM_SQL, []);
+      return Number(row?.epoch);
     },
     async apply(write) {
       await sql.begin((tx) => writeRows(tx as unknown as Tx, write));

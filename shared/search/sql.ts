@@ -40,6 +40,10 @@ export const TABLES = [
     updated_ms BIGINT NOT NULL,
     stream TEXT NOT NULL
   )`,
+  `CREATE TABLE IF NOT EXISTS sy_index_owner (
+    id INTEGER PRIMARY KEY,
+    epoch BIGINT NOT NULL
+  )`,
   // Newest first within a client (the Client API list) and across clients (operator search);
   // each filter the issue names has an index led by it, ending in the page order.
   "CREATE INDEX IF NOT EXISTS sy_jobs_client_created ON sy_jobs (client_id, created_ms, job_id)",
@@ -192,3 +196,6 @@ export function perMinuteSql(
     params: params.values,
   };
 }
+
+export const CLAIM_SQL =
+  "INSERT INTO sy_index_owner (id, epoch) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET epoch = sy_index_owner.epoch + 1 RETURNING epoch";

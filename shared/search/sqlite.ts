@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { JobView } from "../domain/index.ts";
 import {
+  CLAIM_SQL,
   COUNT_UPSERT_TAIL,
   countSql,
   countsSql,
@@ -15,6 +16,7 @@ import {
 } from "./sql.ts";
 import {
   EMPTY_POSITION,
+  IndexFencedError,
   type IndexPosition,
   type IndexStore,
   indexKey,
@@ -65,11 +67,17 @@ export function openSqliteIndex(path: string): IndexStore {
       }
       return out;
     },
+    async claim() {
+      return Number((db.query(CLAIM_SQL).get() as { epoch: number }).epoch);
+    },
     async apply(write) {
       const rows = upsert();
       const counts = countUpsert();
       const position = setPosition();
+      const owner = db.query("SELECT epoch FROM sy_index_owner WHERE id = 1");
       db.transaction(() => {
+        const current = Number((owner.get() as { epoch: number } | null)?.epoch ?? 0);
+        if (current !== write.owner) throw new IndexFencedError(write.owner, current);
         for (const row of write.rows) rows.run(...(rowValues(row.view, row.tenant) as Value[]));
         for (const c of write.counts) {
           counts.run(c.kind, c.minute, c.clientId, c.route, c.status, c.delta);

@@ -99,6 +99,8 @@ export interface IndexRow {
 
 /** One transaction of the indexer: rows, count changes and the new position. */
 export interface IndexWrite {
+  /** The writer's epoch from claim(): a write of an older epoch is refused (IndexFencedError). */
+  readonly owner: number;
   readonly rows: readonly IndexRow[];
   readonly counts: readonly CountDelta[];
   readonly position: IndexPosition;
@@ -111,7 +113,12 @@ export interface IndexStore {
   migrate(): Promise<void>;
   /** The views of these jobs as stored (absent: not indexed yet). Keys are `<client>.<job>`. */
   load(keys: readonly { clientId: string; jobId: string }[]): Promise<Map<string, JobView>>;
-  /** Writes rows, counts and position in one transaction. */
+  /**
+   * Makes the caller the index's only writer: a new epoch, after which writes of every older one
+   * are refused. An indexer claims at start; a second one (or a stalled first one) is fenced.
+   */
+  claim(): Promise<number>;
+  /** Writes rows, counts and position in one transaction; throws IndexFencedError if claimed since. */
   apply(write: IndexWrite): Promise<void>;
   position(): Promise<IndexPosition>;
   /** Only moves updated_ms and pending (the indexer's heartbeat while idle). */
@@ -136,4 +143,13 @@ export interface IndexStore {
 /** The key the index and the job view share: `<client_id>.<job_id>`. */
 export function indexKey(clientId: string, jobId: string): string {
   return `${clientId}.${jobId}`;
+}
+
+/** Another indexer claimed the index since this one did: it must stop writing. */
+export class IndexFencedError extends Error {
+  readonly code = "index_fenced";
+  constructor(owner: number, current: number) {
+    super(`another indexer took over the search index (epoch ${current}, this one ${owner})`);
+    this.name = "IndexFencedError";
+  }
 }

@@ -11,6 +11,7 @@ import type { JobStatus, JobView } from "../../shared/domain/index.ts";
 import {
   decodeCursor,
   encodeCursor,
+  IndexFencedError,
   type IndexStore,
   openPostgresIndex,
   openSqliteIndex,
@@ -77,16 +78,19 @@ for (const [engine, open] of ENGINES) {
   describe(`index store on ${engine}`, () => {
     let store: IndexStore;
     let cleanup: () => Promise<void>;
+    let owner = 0;
 
     beforeAll(async () => {
       ({ store, cleanup } = await open());
       await store.migrate();
       await store.migrate(); // idempotent
+      owner = await store.claim();
       const rows = Array.from({ length: 60 }, (_, n) => ({
         view: view(n),
         tenant: n % 4 === 0 ? "tenant-a" : undefined,
       }));
       await store.apply({
+        owner,
         rows,
         counts: [
           {
@@ -161,6 +165,7 @@ for (const [engine, open] of ENGINES) {
       // New jobs (newer, and one in the same second as the cursor with a greater id) arrive.
       const cursorMs = first.next?.createdMs ?? 0;
       await store.apply({
+        owner,
         rows: [
           {
             view: view(1001, {
@@ -222,6 +227,7 @@ for (const [engine, open] of ENGINES) {
     test("a row only moves forward in the stream and keeps its tenant", async () => {
       const original = view(4);
       await store.apply({
+        owner,
         rows: [{ view: { ...original, status: "done", seq: 2 }, tenant: undefined }],
         counts: [],
         position: { appliedSeq: 61, pending: 0, updatedMs: 1, stream: "s1" },
@@ -229,6 +235,7 @@ for (const [engine, open] of ENGINES) {
       let loaded = await store.load([{ clientId: "acme", jobId: jobId(4) }]);
       expect(loaded.get(`acme.${jobId(4)}`)?.status).toBe(original.status);
       await store.apply({
+        owner,
         rows: [
           {
             view: {
@@ -282,6 +289,7 @@ for (const [engine, open] of ENGINES) {
         }),
       ).toEqual([{ route: "demo.sleep", status: "error", count: 1 }]);
       await store.apply({
+        owner,
         rows: [],
         counts: [
           {
@@ -303,6 +311,16 @@ for (const [engine, open] of ENGINES) {
           clientIds: ["acme"],
         }),
       ).toEqual([]);
+    });
+
+    test("a newer claim fences the older writer", async () => {
+      const newer = await store.claim();
+      expect(newer).toBe(owner + 1);
+      const position = { appliedSeq: 62, pending: 0, updatedMs: 1, stream: "s1" };
+      const write = { rows: [], counts: [], position };
+      expect(store.apply({ ...write, owner })).rejects.toBeInstanceOf(IndexFencedError);
+      await store.apply({ ...write, owner: newer });
+      owner = newer;
     });
 
     test("scan yields every row once; prune and reset remove rows", async () => {
