@@ -55,6 +55,12 @@ export interface Indexer {
 }
 
 const HEARTBEAT_MS = 5_000;
+/**
+ * Least time between two transactions while the queue is not full: events gather into one
+ * transaction instead of one (of a job or two) each. A round per arriving message cost a SQLite
+ * commit per ~4 events (10,000 transactions for 20,000 jobs, 0.55 ms each).
+ */
+const ROUND_MS = 50;
 const PRUNE_MS = 3_600_000;
 
 /**
@@ -249,8 +255,14 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 
   const loop = async () => {
     let backoffMs = 0;
+    let lastRound = 0;
     while (running || queue.length > 0 || held.size > 0) {
       try {
+        const gather = lastRound + ROUND_MS - now();
+        if (running && queue.length > 0 && queue.length < maxBatch && gather > 0) {
+          await Bun.sleep(gather);
+          continue;
+        }
         if (queue.length === 0 && running) {
           await housekeeping();
           const at = now();
@@ -261,6 +273,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
           }
         }
         await round();
+        lastRound = now();
         backoffMs = 0;
       } catch (err) {
         if (err instanceof IndexFencedError) {
