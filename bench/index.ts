@@ -22,8 +22,15 @@ import {
 interface Spec {
   readonly jobs: number;
   readonly samples: number;
+  /** Which engines to measure (default both; PostgreSQL only when reachable). */
+  readonly engines: readonly ("sqlite" | "postgres")[];
 }
-const spec: Spec = { jobs: 1_000_000, samples: 200, ...JSON.parse(process.argv[2] ?? "{}") };
+const spec: Spec = {
+  jobs: 1_000_000,
+  samples: 200,
+  engines: ["sqlite", "postgres"],
+  ...JSON.parse(process.argv[2] ?? "{}"),
+};
 
 const CLIENTS = 20;
 const ROUTES = 50;
@@ -227,14 +234,16 @@ const log = (s: string) => process.stderr.write(`[index bench] ${s}\n`);
 const out: Record<string, unknown> = { jobs: spec.jobs, samples: spec.samples, limit: 50 };
 const dir = mkdtempSync(join(tmpdir(), "switchyard-index-bench-"));
 try {
-  const sqlite = openSqliteIndex(join(dir, "index.sqlite"));
-  out.sqlite = await runEngine(sqlite, log);
-  await sqlite.close();
+  if (spec.engines.includes("sqlite")) {
+    const sqlite = openSqliteIndex(join(dir, "index.sqlite"));
+    out.sqlite = await runEngine(sqlite, log);
+    await sqlite.close();
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 const pgAdmin = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-if (pgAdmin !== "none") {
+if (pgAdmin !== "none" && spec.engines.includes("postgres")) {
   const name = `sy_index_bench_${process.pid}`;
   const admin = new SQL(pgAdmin, { max: 1 });
   try {
