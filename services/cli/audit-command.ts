@@ -70,7 +70,7 @@ export async function runAuditVerify(
   }
   for (const p of report.chain.problems) io.stdout(`CHAIN seq=${p.seq} ${p.problem}\n`);
   io.stdout(
-    `${report.events} events, ${report.jobs} jobs, ${report.chain.checkpoints} checkpoints (${report.chain.sealed} events sealed, ${report.chain.unsealed} not yet), ${report.divergences.length} divergences, ${report.indexDivergences.length} index divergences, ${report.chain.problems.length} chain problems${publicKey ? "" : " (signatures not checked: no --public-key)"}\n`,
+    `${report.events} events, ${report.jobs} jobs, ${report.chain.checkpoints} checkpoints (${report.chain.sealed} events sealed, ${report.chain.unsealed} not yet), ${report.divergences.length} divergences, ${report.chain.problems.length} chain problems, ${report.indexDivergences.length} index divergences${publicKey ? "" : " (signatures not checked: no --public-key)"}\n`,
   );
   const diverged = report.divergences.length + report.indexDivergences.length;
   return diverged > 0 || report.chain.problems.length > 0 ? 1 : 0;

@@ -139,8 +139,10 @@ describe("the console", () => {
     await page.fill('#job-filters input[name="tenant"]', "tenant-ui");
     await page.selectOption('#job-filters select[name="status"]', ["done"]);
     await page.click("#job-filters button[type=submit]");
-    await page.waitForFunction("location.hash.includes('tenant=tenant-ui')");
-    await page.waitForFunction("document.querySelectorAll('#job-results tbody tr').length === 6");
+    await page.waitForURL(/tenant=tenant-ui/);
+    // (No waitForFunction: the console's CSP refuses the eval it needs, as it should.)
+    await page.waitForSelector("#job-results tbody tr:nth-child(6)");
+    expect(await page.locator("#job-results tbody tr").count()).toBe(6);
     await page.screenshot({ path: join(SHOTS, "search.png"), fullPage: true });
     await page.click("#job-results tbody tr:first-child a");
     await page.waitForSelector("#timeline table");
@@ -193,7 +195,8 @@ describe("the console", () => {
       return ((await res.json()) as { jobs: unknown[] }).jobs.length === 2;
     });
     await page.goto(`${op.hub.baseUrl}/console/#/callbacks?client=globex`);
-    await page.waitForFunction("document.querySelectorAll('#job-results tbody tr').length === 2");
+    await page.waitForSelector("#job-results tbody tr:nth-child(2)");
+    expect(await page.locator("#job-results tbody tr").count()).toBe(2);
     await page.screenshot({ path: join(SHOTS, "failed-callbacks.png"), fullPage: true });
     await page.click("#bulk-redeliver");
     await page.waitForSelector("#confirm[open]");
