@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- <scenario>...]`: Switchyard's benchmarks against the ceiling and two peers
  * measured in the same run (issues 9 and 14). Scenarios: ingress (with ceiling and peers), replay,
- * get, e2e, paths (JetStream cost of the retry paths), compiler; memory and idle CPU are measured throughout. Default: all of them.
+ * get, e2e, paths (JetStream cost of the retry paths), compiler, index (the search index: CPU per job with and without it, and queries over 1,000,000 indexed jobs; runs last); memory and idle CPU are measured throughout. Default: all of them.
  *
  * Starts its own nats-server (random port, temp store, monitoring port for its counters), the hub
  * as separate processes (`bun services/cli/main.ts serve <svc>`, production, log level warn), the
@@ -11,7 +11,9 @@
  *
  * Env: BENCH_DURATION (s, default 20), BENCH_E2E_JOBS (default 50000), BENCH_RATE (default 500),
  * BENCH_CONNECTIONS (default 64), BENCH_PATH_JOBS (jobs per path in `paths`, default 1000), BENCH_IDLE_SEC (quiet window for idle CPU, default
- * BENCH_DURATION), BENCH_DRAIN_TIMEOUT (s, default 600), BENCH_PEER (all, none or 0, bullmq, pg,
+ * BENCH_DURATION), BENCH_DRAIN_TIMEOUT (s, default 600), BENCH_INDEX_E2E_JOBS (closed-loop jobs of
+ * the index scenario's with/without comparison, default 20000), BENCH_INDEX_JOBS (jobs indexed for
+ * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, pg,
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
  * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services
@@ -37,6 +39,7 @@ import {
   spawnChild,
   waitHttp,
 } from "./lib/common.ts";
+import { indexScenario, renderIndexReport } from "./lib/index-scenario.ts";
 import { createJetStreamMonitor, type JetStreamMonitor, monitorPort } from "./lib/jetstream.ts";
 import { type Peer, parsePeerSelection, startPeer } from "./lib/peers.ts";
 import { HUB_PROCS, HUB_SERVICES } from "./lib/phase.ts";
@@ -52,7 +55,7 @@ import {
   replayScenario,
 } from "./lib/scenarios.ts";
 
-const SCENARIOS = ["ingress", "replay", "get", "e2e", "paths", "compiler"] as const;
+const SCENARIOS = ["ingress", "replay", "get", "e2e", "paths", "compiler", "index"] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith("-"));
@@ -122,8 +125,14 @@ const webhookSecret = `whsec_${randomBytes(24).toString("base64")}`;
 /** Secret of the HTTP executor routes' task POSTs (the receiver does not check it). */
 const executorSecret = `whsec_${randomBytes(24).toString("base64")}`;
 
-function hubConfig(natsUrl: string, port: number, receiverBase: string): string {
+function hubConfig(
+  natsUrl: string,
+  port: number,
+  receiverBase: string,
+  index: { readonly path: string; readonly enabled: boolean },
+): string {
   return `
+index: { enabled: ${index.enabled}, sqlite_path: "${index.path}" }
 server: { host: ${LOOPBACK}, port: ${port} }
 admin: { host: ${LOOPBACK}, port: 0 }
 nats: { url: "${natsUrl}", duplicate_window: 2m }
@@ -165,7 +174,7 @@ function gitDescribe(): string {
   }
 }
 
-function startService(svc: HubService, configPath: string) {
+function startService(svc: HubService, configPath: string, logLevel = "warn") {
   // BENCH_PROFILE=ingress,projector: run those services under the CPU profiler; the profiles
   // (.cpuprofile and a markdown summary) are written to bench/results/profiles on exit.
   // BENCH_SMOL=1: run the services with Bun's --smol (a smaller heap, more frequent GC).
@@ -183,7 +192,7 @@ function startService(svc: HubService, configPath: string) {
     [BUN, ...smol, ...profile, join(ROOT, "services/cli/main.ts"), "serve", svc],
     {
       SWITCHYARD_CONFIG: configPath,
-      SWITCHYARD_LOG_LEVEL: "warn",
+      SWITCHYARD_LOG_LEVEL: logLevel,
       NODE_ENV: "production",
       NATS_URL: undefined,
       BUN_JSC_forceRAMSize: HUB_RAM_SIZE,
@@ -222,17 +231,48 @@ async function startHub(receiverBase: string) {
   registerTempDir(configDir);
   const hubPort = freePort();
   const configPath = join(configDir, "switchyard.yaml");
-  writeFileSync(configPath, hubConfig(nats.url, hubPort, receiverBase));
+  // The search index in the config directory (the default path is under the working directory).
+  const indexPath = join(configDir, "index.sqlite");
+  writeFileSync(
+    configPath,
+    hubConfig(nats.url, hubPort, receiverBase, { path: indexPath, enabled: true }),
+  );
+  const noIndexPath = join(configDir, "switchyard-no-index.yaml");
+  writeFileSync(
+    noIndexPath,
+    hubConfig(nats.url, hubPort, receiverBase, { path: indexPath, enabled: false }),
+  );
   const base = `http://${LOOPBACK}:${hubPort}`;
   const pids: [string, number][] = [["nats-server", nats.pid]];
-  pids.push(["ingress", startService("ingress", configPath).pid]);
+  const children = new Map<string, ReturnType<typeof startService>>();
+  children.set("ingress", startService("ingress", configPath));
+  pids.push(["ingress", children.get("ingress")?.pid ?? 0]);
   await waitHttp(`${base}/readyz`);
   for (const svc of HUB_SERVICES) {
-    if (svc !== "ingress") pids.push([svc, startService(svc, configPath).pid]);
+    if (svc === "ingress") continue;
+    children.set(svc, startService(svc, configPath));
+    pids.push([svc, children.get(svc)?.pid ?? 0]);
   }
   await waitConsumers(monitor);
   log(`hub up at ${base}`);
-  return { base, monitor, pids, natsUrl: nats.url, natsVersion: varz.version ?? "unknown" };
+  /** The index scenario's switch: the projector (which runs the indexer) with the index on or off. */
+  const restartProjector = async (indexEnabled: boolean) => {
+    await children.get("projector")?.stop("SIGTERM");
+    // At info level for its start line (one line per service start; nothing per job).
+    const child = startService("projector", indexEnabled ? configPath : noIndexPath, "info");
+    children.set("projector", child);
+    await child.waitForLine(/projector started/, 30_000);
+    if (indexEnabled) await child.waitForLine(/indexer started/, 30_000);
+    return child.pid;
+  };
+  return {
+    base,
+    monitor,
+    pids,
+    natsUrl: nats.url,
+    natsVersion: varz.version ?? "unknown",
+    restartProjector,
+  };
 }
 
 async function startHelper(name: string, script: string, extra: Record<string, string>) {
@@ -328,12 +368,25 @@ async function main() {
     };
   }
   if (wanted.has("compiler")) s.compiler = await runCompiler();
+  // Last, so no other scenario's figures include it (it restarts the projector).
+  let indexFigures: Awaited<ReturnType<typeof indexScenario>> | undefined;
+  if (wanted.has("index")) {
+    indexFigures = await indexScenario(ctx, {
+      natsUrl: hub.natsUrl,
+      jobs: Number(env.BENCH_INDEX_E2E_JOBS ?? 20_000),
+      queryJobs: Number(env.BENCH_INDEX_JOBS ?? 1_000_000),
+      restartProjector: async (enabled) => {
+        procs.trackPid("projector", await hub.restartProjector(enabled));
+      },
+    });
+    results.notes.push("the index scenario ran last; its figures are in results.index");
+  }
 
-  const report = renderReport(results);
+  const report = renderReport(results) + (indexFigures ? renderIndexReport(indexFigures) : "");
   const resultsDir = join(ROOT, "bench/results");
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `${results.startedAt.replace(/[:.]/g, "-")}.json`);
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ ...results, index: indexFigures }, null, 2)}\n`);
   process.stdout.write(report);
   process.stdout.write(`\nraw figures: ${file}\n`);
 }

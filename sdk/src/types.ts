@@ -34,6 +34,8 @@ export interface JobError {
   /** Stable code, e.g. "executor_unavailable", "deadline_exceeded", "cancelled". */
   code: string;
   message: string;
+  /** Who cancelled the job, when `code` is "cancelled". */
+  cancelled_by?: { kind: "client" | "operator"; id: string };
 }
 
 /** Delivery state of the completion callback, present when the run had a callback_url. */
@@ -62,6 +64,10 @@ export interface Job {
   output?: unknown;
   error?: JobError;
   callback?: CallbackState;
+  /** This job retries that one (an operator's retry). */
+  retry_of?: string;
+  /** This job was retried as that one. */
+  retried_as?: string;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   verifyChain,
 } from "../../shared/audit/index.ts";
 import { checkEvent, EVENT_SUBJECT_ROOT, readStream } from "../../shared/bus/index.ts";
+import type { JobView } from "../../shared/domain/index.ts";
 
 const decoder = new TextDecoder();
 
@@ -17,6 +18,8 @@ export interface AuditReport {
   readonly events: number;
   readonly jobs: number;
   readonly divergences: readonly ViewDivergence[];
+  /** Rows of the search index that differ from the replay (when an index was given). */
+  readonly indexDivergences: readonly ViewDivergence[];
   readonly chain: ChainReport;
 }
 
@@ -46,7 +49,12 @@ export function* fileRecords(text: string): Generator<AuditRecord> {
  */
 export async function auditRecords(
   records: AsyncIterable<AuditRecord> | Iterable<AuditRecord>,
-  options: { views?: ReadonlyMap<string, unknown>; publicKey?: CryptoKey | KeyObject },
+  options: {
+    views?: ReadonlyMap<string, unknown>;
+    /** The search index's rows (issue 16): compared like the views. */
+    index?: AsyncIterable<JobView>;
+    publicKey?: CryptoKey | KeyObject;
+  },
 ): Promise<AuditReport> {
   const replayer = new Replayer();
   let events = 0;
@@ -67,7 +75,31 @@ export async function auditRecords(
   }
   const chain = await verifyChain(tap(), options.publicKey);
   const divergences = options.views ? compareViews(replayer.states, options.views) : [];
-  return { events, jobs: replayer.states.size, divergences, chain };
+  const indexDivergences = options.index
+    ? compareViews(replayer.states, await indexRows(options.index, replayer))
+    : [];
+  return { events, jobs: replayer.states.size, divergences, indexDivergences, chain };
+}
+
+/**
+ * The index's rows by `<client>.<job>`. A row the replay lacks is kept (a divergence) unless it
+ * is older than every replayed job: its events have aged out of the stream (retention), and the
+ * indexer prunes it within the hour.
+ */
+async function indexRows(
+  rows: AsyncIterable<JobView>,
+  replayer: Replayer,
+): Promise<Map<string, unknown>> {
+  let oldest = "";
+  for (const state of replayer.states.values()) {
+    if (state && (oldest === "" || state.created_at < oldest)) oldest = state.created_at;
+  }
+  const out = new Map<string, unknown>();
+  for await (const row of rows) {
+    const key = `${row.client_id}.${row.job_id}`;
+    if (replayer.states.has(key) || row.created_at >= oldest) out.set(key, row);
+  }
+  return out;
 }
 
 /** Reads every job view from the KV bucket. */

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { exportPKCS8, exportSPKI, generateKeyPair, importSPKI } from "jose";
 import type { HubConnection } from "../../shared/hub/index.ts";
+import type { IndexStore } from "../../shared/search/index.ts";
 import { auditRecords, fileRecords, readViews, streamRecords } from "../audit/index.ts";
 import type { CommandIo } from "./events-command.ts";
 
@@ -26,6 +27,8 @@ export async function runAuditVerify(
   argv: string[],
   connect: () => Promise<HubConnection>,
   io: CommandIo,
+  /** The search index to check too (issue 16); absent when the hub has none here. */
+  openIndex?: () => Promise<IndexStore | undefined>,
 ): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -42,13 +45,16 @@ export async function runAuditVerify(
     });
   } else {
     const hub = await connect();
+    const index = await openIndex?.();
     try {
       const views = await readViews(hub.jobs);
       report = await auditRecords(streamRecords(hub.js), {
         views,
+        ...(index ? { index: index.scan(1_000) } : {}),
         ...(publicKey ? { publicKey } : {}),
       });
     } finally {
+      await index?.close();
       await hub.drain();
     }
   }
@@ -57,9 +63,15 @@ export async function runAuditVerify(
       `DIVERGENCE job=${d.job} field=${d.field} view=${JSON.stringify(d.view)} replayed=${JSON.stringify(d.replayed)}\n`,
     );
   }
+  for (const d of report.indexDivergences) {
+    io.stdout(
+      `INDEX DIVERGENCE job=${d.job} field=${d.field} index=${JSON.stringify(d.view)} replayed=${JSON.stringify(d.replayed)}\n`,
+    );
+  }
   for (const p of report.chain.problems) io.stdout(`CHAIN seq=${p.seq} ${p.problem}\n`);
   io.stdout(
-    `${report.events} events, ${report.jobs} jobs, ${report.chain.checkpoints} checkpoints (${report.chain.sealed} events sealed, ${report.chain.unsealed} not yet), ${report.divergences.length} divergences, ${report.chain.problems.length} chain problems${publicKey ? "" : " (signatures not checked: no --public-key)"}\n`,
+    `${report.events} events, ${report.jobs} jobs, ${report.chain.checkpoints} checkpoints (${report.chain.sealed} events sealed, ${report.chain.unsealed} not yet), ${report.divergences.length} divergences, ${report.chain.problems.length} chain problems, ${report.indexDivergences.length} index divergences${publicKey ? "" : " (signatures not checked: no --public-key)"}\n`,
   );
-  return report.divergences.length > 0 || report.chain.problems.length > 0 ? 1 : 0;
+  const diverged = report.divergences.length + report.indexDivergences.length;
+  return diverged > 0 || report.chain.problems.length > 0 ? 1 : 0;
 }

@@ -33,8 +33,12 @@ import {
   type ServiceName,
   startServices,
 } from "../runtime/index.ts";
+import { type AdminClient, createAdminClient } from "./admin-client.ts";
 import { runAuditKeygen, runAuditVerify } from "./audit-command.ts";
+import { runCallbacksApiCommand } from "./callbacks-api-command.ts";
 import { runEventsCommand } from "./events-command.ts";
+import { openConfiguredIndex, runIndexRebuild } from "./index-command.ts";
+import { type OperatorIo, runJobsCommand } from "./jobs-command.ts";
 import { runStatusCommand } from "./status-command.ts";
 
 const env = process.env;
@@ -46,13 +50,17 @@ const USAGE = `usage: switchyard <command>
   projector rebuild           recreate the job view from the event stream
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
-  callbacks redeliver <job_id> [--client <id>]   send a settled completion callback again
+  callbacks redeliver <job_id> [--client <id>]   send a settled completion callback again (NATS access)
+  jobs <list|show|cancel|retry> ...            operator API: search, timeline, cancel, retry
+  callbacks <failed|redeliver> [--where k=v]... operator API: failed callbacks, redeliver (bulk: dry run first)
+  index rebuild               recreate the search index from the event stream
   events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]
   audit verify [--public-key file] [--file export.ndjson]   replay, compare views, check the signed chain
   audit keygen                key pair for signing audit checkpoints
   status                      streams, consumers, buckets, projector lag, jobs by status
 
-environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN`;
+environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN,
+  SWITCHYARD_ADMIN_URL and SWITCHYARD_OPERATOR_TOKEN (jobs, callbacks failed|redeliver --where)`;
 
 const SHUTDOWN_TIMEOUT_MS = 25_000;
 
@@ -114,12 +122,14 @@ async function up(): Promise<void> {
   }
   let token: string | undefined;
   let callbackSecret: string | undefined;
+  let operatorToken: string | undefined;
   if (!config) {
     const port = Number(env.SWITCHYARD_PORT ?? 8080);
     const demo = demoConfig(natsUrl ?? "", port);
     config = demo.config;
     token = demo.token;
     callbackSecret = demo.callbackSecret;
+    operatorToken = demo.operatorToken;
   }
   const logger = createLogger({ level: logLevel(config), service: "switchyard" });
   let running: RunningHub;
@@ -146,6 +156,7 @@ async function up(): Promise<void> {
         `  routes   : demo.echo (builtin echo), demo.sleep (builtin sleep 2 s)`,
         "  callbacks: loopback and private callback_url targets are ALLOWED (demo only: callbacks.allow_private)",
         `  callback secret: ${callbackSecret}   (verify callbacks with it; new on every start)`,
+        `  console  : ${base}/console   operator token: ${operatorToken}   (new on every start)`,
         "",
         "Try it:",
         `  curl -s -X POST ${base}/run -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' \\`,
@@ -261,6 +272,30 @@ async function connectForCommand(name: string) {
   return connectHub(withUrl, logger, name);
 }
 
+/** The operator API client of `jobs` and `callbacks`, from --url / SWITCHYARD_ADMIN_URL. */
+async function operatorCommand(
+  args: string[],
+  run: (args: string[], client: AdminClient, io: OperatorIo) => Promise<number>,
+): Promise<number> {
+  const at = args.indexOf("--url");
+  const url = at >= 0 ? args[at + 1] : env.SWITCHYARD_ADMIN_URL;
+  const rest = at >= 0 ? [...args.slice(0, at), ...args.slice(at + 2)] : args;
+  if (!url) throw new UsageError("set SWITCHYARD_ADMIN_URL (or --url) to the hub's base URL");
+  const token = env.SWITCHYARD_OPERATOR_TOKEN;
+  if (!token) throw new UsageError("set SWITCHYARD_OPERATOR_TOKEN to an operator token");
+  return run(rest, createAdminClient({ baseUrl: url, token }), {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    isTTY: process.stdout.isTTY === true,
+    confirm: async (question) => {
+      if (!process.stdin.isTTY) return false;
+      process.stderr.write(question);
+      for await (const line of console) return /^y(es)?$/i.test(line.trim());
+      return false;
+    },
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -291,7 +326,15 @@ async function main(argv: string[]): Promise<number> {
     case "audit":
       if (rest[0] === "keygen") return runAuditKeygen(stdio);
       if (rest[0] !== "verify") throw new UsageError("usage: switchyard audit <verify|keygen>");
-      return runAuditVerify(rest.slice(1), () => connectForCommand("audit"), stdio);
+      return runAuditVerify(
+        rest.slice(1),
+        () => connectForCommand("audit"),
+        stdio,
+        async () => {
+          const config = await loadConfig(false);
+          return config ? openConfiguredIndex(config) : undefined;
+        },
+      );
     case "status": {
       const hub = await connectForCommand("status");
       try {
@@ -300,7 +343,35 @@ async function main(argv: string[]): Promise<number> {
         await hub.drain();
       }
     }
+    case "jobs":
+      return operatorCommand(rest, runJobsCommand);
+    case "index": {
+      if (rest[0] !== "rebuild") throw new UsageError("usage: switchyard index rebuild");
+      const config = (await loadConfig(true)) as Config;
+      const logger = createLogger({ level: logLevel(config), service: "index-rebuild" });
+      const hub = await connectHub(config, logger, "index-rebuild");
+      try {
+        return await runIndexRebuild({
+          hub,
+          config,
+          logger,
+          progress: process.stderr,
+          stdout: stdio.stdout,
+        });
+      } finally {
+        await hub.drain();
+      }
+    }
     case "callbacks": {
+      // Through the operator API: listing, bulk redelivery, or any use with an admin URL.
+      if (
+        rest[0] === "failed" ||
+        rest.includes("--where") ||
+        rest.includes("--url") ||
+        env.SWITCHYARD_ADMIN_URL
+      ) {
+        return operatorCommand(rest, runCallbacksApiCommand);
+      }
       const config = (await loadConfig(true)) as Config;
       const { runCallbacksCommand } = await import("./callbacks-command.ts");
       return runCallbacksCommand(rest, {

@@ -49,6 +49,10 @@ export async function runStatusCommand(hub: HubConnection, io: CommandIo): Promi
     "",
     `projector lag: ${projector ? `${projector.num_pending + projector.num_ack_pending} events` : "no projector consumer yet"}`,
   );
+  const index = await hub.jsm.consumers.info(TOPOLOGY.eventsStream, "index").catch(() => null);
+  lines.push(
+    `index lag: ${index ? `${index.num_pending + index.num_ack_pending} events (search index, consumer "index")` : "no index consumer yet (the projector service runs the indexer)"}`,
+  );
   lines.push("", "buckets");
   for await (const b of new Kvm(hub.nc).list())
     lines.push(`  ${b.bucket.padEnd(24)} values=${b.values} replicas=${b.replicas}`);

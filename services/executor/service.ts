@@ -14,6 +14,7 @@ import { ensureScheduleStreams } from "../../shared/schedule/index.ts";
 import { openToolSetStore } from "../../shared/tools/index.ts";
 import { ensureTaskStream } from "../../shared/worker/index.ts";
 import { createAdmission } from "./admission.ts";
+import { createCancelSignals, startCancelListener } from "./cancels.ts";
 import { createDeadlineTimers } from "./deadlines.ts";
 import { createJobWriter } from "./job-writer.ts";
 import { EXECUTOR_KINDS, type KindRuntime } from "./kinds/index.ts";
@@ -82,6 +83,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     deadlinesMs: [...new Set(config.routes.map((r) => parseDuration(r.deadline)))],
   });
   const slots = createSlots(deps.concurrency);
+  const cancels = createCancelSignals();
   const kinds = new Map<string, KindRuntime>();
   const used = new Set(config.routes.map((r) => r.executor.kind));
   for (const kind of used) {
@@ -99,6 +101,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
       ids: deps.ids,
       replicas: config.nats.replicas,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      cancels,
     });
     kinds.set(kind, runtime);
   }
@@ -113,6 +116,16 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     clock: deps.clock,
   });
   await deadlines.start();
+  const cancelListener = await startCancelListener({
+    nc: deps.nc,
+    js: deps.js,
+    jsm: deps.jsm,
+    routes: deps.routes,
+    signals: cancels,
+    logger: logger.child({ component: "cancels" }),
+    clock: deps.clock,
+    replicas: config.nats.replicas,
+  });
   await admission.start();
   logger.info({ kinds: [...kinds.keys()] }, "executor service started");
   return {
@@ -121,6 +134,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
       // admission's wait for the attempts it started.
       await Promise.all([admission.stop(), ...[...kinds.values()].map((k) => k.stop())]);
       await deadlines.stop();
+      await cancelListener.stop();
     },
   };
 }

@@ -27,6 +27,7 @@ import { traceIdOf, traceparentFrom } from "../../shared/trace/index.ts";
 import type { Authenticator } from "./auth.ts";
 import { type AuthFailureLimiter, clientAddress, type SocketAddress } from "./auth-limit.ts";
 import { EXECUTOR_REPORT_PATH, type ExecutorReportHandler } from "./executor-reports.ts";
+import type { JobsApi } from "./jobs-api.ts";
 import { readJsonBody } from "./json-body.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import { validateRunRequest } from "./run-request.ts";
@@ -73,6 +74,13 @@ export interface IngressDeps {
   readonly metrics?: HubMetrics;
   /** POST /executor/v1/jobs/{job_id}/events (docs/executors.md); absent: 404. */
   readonly executorReports?: ExecutorReportHandler;
+  /** GET /jobs and POST /jobs/{job_id}/cancel (jobs-api.ts). */
+  readonly jobsApi?: JobsApi;
+  /** The operator API (/admin/v1) and the console: handled whole by their own app. */
+  readonly operator?: {
+    readonly paths: readonly string[];
+    handle(request: Request): Promise<Response>;
+  };
 }
 
 const NO_STORE = { "cache-control": "no-store" };
@@ -134,6 +142,15 @@ export function createIngressApp(deps: IngressDeps) {
     }
   };
 
+  /** The operator API and console answer for themselves (their own auth, roles and errors). */
+  const operatorRequest = (request: Request): Promise<Response> | undefined => {
+    const operator = deps.operator;
+    if (!operator) return undefined;
+    const path = new URL(request.url).pathname;
+    const served = operator.paths.some((p) => path === p || path.startsWith(`${p}/`));
+    return served ? operator.handle(request) : undefined;
+  };
+
   return new Elysia({ normalize: false })
     .onRequest(({ request }) => {
       if (request.url.length > deps.limits.maxUrlLength) {
@@ -153,6 +170,7 @@ export function createIngressApp(deps: IngressDeps) {
         );
       }
     })
+    .onRequest(({ request }) => operatorRequest(request))
     .onError(({ error, request, code }) => {
       if (code === "NOT_FOUND") {
         return problemResponse(
@@ -229,6 +247,21 @@ export function createIngressApp(deps: IngressDeps) {
       if (!view) throw notFound();
       return json(toJobResource(view), 200);
     })
+    .get("/jobs", async ({ request, server }) => {
+      const client = await authenticate(request, server);
+      if (!deps.jobsApi) throw new NotFoundError({ detail: "Listing jobs is not enabled here." });
+      return deps.jobsApi.list(request, client);
+    })
+    .post(
+      "/jobs/:job_id/cancel",
+      async ({ request, params, server }) => {
+        const client = await authenticate(request, server);
+        if (!deps.jobsApi) throw new NotFoundError({ detail: "Cancel is not enabled here." });
+        requireNats();
+        return deps.jobsApi.cancel(request, client, params.job_id);
+      },
+      { parse: "none" },
+    )
     .post(
       EXECUTOR_REPORT_PATH,
       ({ request, params }) => {

@@ -7,10 +7,13 @@ import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared
 import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import type { IndexStore } from "../../shared/search/index.ts";
+import { createOperatorSurface } from "../admin-api/index.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
-import { createAuthFailureLimiter } from "./auth-limit.ts";
+import { clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
+import { createJobsApi } from "./jobs-api.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { createRateLimiter } from "./rate-limit.ts";
 import { createRunSubmitter } from "./submit-run.ts";
@@ -26,6 +29,13 @@ export interface IngressDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly metrics?: HubMetrics;
+  /** The search index (GET /jobs, the operator API); absent when index.enabled is false. */
+  readonly index?: IndexStore;
+  /** The operator API and console, mounted on this server (services/admin-api). */
+  readonly operator?: {
+    readonly paths: readonly string[];
+    handle(request: Request): Promise<Response>;
+  };
 }
 
 export interface RunningIngress {
@@ -42,21 +52,56 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
   let draining = false;
+  const routes = createRouteTable(config);
+  const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
+  const authFailures = createAuthFailureLimiter(clock, config.server.auth_failures_per_minute);
+  let server: { requestIP(request: Request): { address: string } | null } | undefined;
+  // The operator API and console (issue 16) on this server: operator credentials only.
+  const operator = await createOperatorSurface({
+    hub,
+    config,
+    ...(deps.index ? { store: deps.index } : {}),
+    // Operators authenticate like clients (hashed tokens or JWTs), against their own list.
+    credentials: await createAuthenticator(config.operators as unknown as Config["clients"]),
+    limiter: authFailures,
+    addressOf: (request) =>
+      clientAddress(request, server?.requestIP(request), config.server.trust_proxy_hops),
+    deriveJobId,
+    clock,
+    ids: deps.ids,
+    logger: logger.child({ component: "operator-api" }),
+  });
+  const jobsApi = createJobsApi({
+    ...(deps.index ? { store: deps.index } : {}),
+    cancel: {
+      nc: hub.nc,
+      js: hub.js,
+      jsm: hub.jsm,
+      clock,
+      ids: deps.ids,
+      route: routes.route,
+      replicas: config.nats.replicas,
+      logger,
+    },
+    now: () => clock.now().getTime(),
+  });
   const app = createIngressApp({
+    jobsApi,
+    operator,
     auth: await createAuthenticator(config.clients),
-    routes: createRouteTable(config),
+    routes,
     submitter: createRunSubmitter({
       js: hub.js,
       jsm: hub.jsm,
       reader,
-      deriveJobId: createJobIdDeriver(await loadJobIdKey(hub.meta)),
+      deriveJobId,
       ids: deps.ids,
       clock,
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
     }),
     reader,
     rateLimiter: createRateLimiter(clock),
-    authFailures: createAuthFailureLimiter(clock, config.server.auth_failures_per_minute),
+    authFailures,
     trustProxyHops: config.server.trust_proxy_hops,
     limits: {
       maxBodyBytes: config.server.max_body_bytes,
@@ -89,12 +134,13 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     // Bun's own limit answers 413 without a problem body; ours (checked in the handler) is lower.
     maxRequestBodySize: config.server.max_body_bytes * 2 + 65_536,
   });
-  const server = app.server;
-  if (!server) throw new Error("ingress did not start");
-  const url = `http://${config.server.host}:${server.port}`;
+  const listening = app.server;
+  if (!listening) throw new Error("ingress did not start");
+  server = listening;
+  const url = `http://${config.server.host}:${listening.port}`;
   logger.info({ url }, "ingress listening");
   return {
-    port: server.port ?? 0,
+    port: listening.port ?? 0,
     url,
     async stop() {
       draining = true;

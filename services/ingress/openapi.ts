@@ -5,7 +5,19 @@ import { RunRequestSchema } from "./run-request.ts";
 const nullableless = (schema: TSchema) => JSON.parse(JSON.stringify(schema)) as unknown;
 
 const JobErrorSchema = Type.Object(
-  { code: Type.String(), message: Type.String() },
+  {
+    code: Type.String(),
+    message: Type.String(),
+    cancelled_by: Type.Optional(
+      Type.Object(
+        {
+          kind: Type.Union([Type.Literal("client"), Type.Literal("operator")]),
+          id: Type.String(),
+        },
+        { additionalProperties: false, description: "Who cancelled the job (code cancelled)." },
+      ),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -36,6 +48,18 @@ export const JobResourceSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    retry_of: Type.Optional(Type.String({ description: "This job retries that one." })),
+    retried_as: Type.Optional(Type.String({ description: "This job was retried as that one." })),
+  },
+  { additionalProperties: false },
+);
+
+const JobPageSchema = Type.Object(
+  {
+    jobs: Type.Array(Type.Unknown({ $ref: "#/components/schemas/Job" })),
+    next_cursor: Type.Union([Type.String(), Type.Null()], {
+      description: "Pass as `cursor` for the next page; null on the last page.",
+    }),
   },
   { additionalProperties: false },
 );
@@ -124,6 +148,94 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           },
         },
       },
+      "/jobs": {
+        get: {
+          operationId: "listJobs",
+          summary: "List this client's jobs, newest first (from the search index)",
+          parameters: [
+            {
+              name: "status",
+              in: "query",
+              required: false,
+              schema: { type: "array", items: { type: "string", enum: [...JOB_STATUSES] } },
+              style: "form",
+              explode: true,
+            },
+            {
+              name: "route",
+              in: "query",
+              required: false,
+              schema: { type: "array", items: { type: "string" } },
+              style: "form",
+              explode: true,
+            },
+            {
+              name: "created_after",
+              in: "query",
+              required: false,
+              schema: { type: "string", format: "date-time" },
+              description: "created_at at or after (RFC 3339).",
+            },
+            {
+              name: "created_before",
+              in: "query",
+              required: false,
+              schema: { type: "string", format: "date-time" },
+              description: "created_at before (RFC 3339).",
+            },
+            {
+              name: "limit",
+              in: "query",
+              required: false,
+              schema: { type: "integer", minimum: 1, maximum: 500, default: 50 },
+            },
+            {
+              name: "cursor",
+              in: "query",
+              required: false,
+              schema: { type: "string" },
+              description: "next_cursor of the previous page.",
+            },
+          ],
+          responses: {
+            "200": {
+              description:
+                "One page. Switchyard-Index-Lag and Switchyard-Index-Updated-At say how far behind the stream the index is.",
+              headers: {
+                "Switchyard-Index-Lag": { schema: { type: "integer" } },
+                "Switchyard-Index-Updated-At": { schema: { type: "string", format: "date-time" } },
+              },
+              content: { "application/json": { schema: { $ref: "#/components/schemas/JobPage" } } },
+            },
+            "400": problem("A bad or unknown query parameter (named in errors)."),
+            "401": problem("Missing or invalid bearer token."),
+            "429": problem("Client rate limit reached.", retryAfter),
+          },
+        },
+      },
+      "/jobs/{job_id}/cancel": {
+        post: {
+          operationId: "cancelJob",
+          summary: "Cancel a job that is not final (no body)",
+          parameters: [{ name: "job_id", in: "path", required: true, schema: { type: "string" } }],
+          responses: {
+            "202": {
+              description:
+                "Cancelled now: the job ended as error `cancelled`; the executor is being told.",
+              content: { "application/json": { schema: { $ref: "#/components/schemas/Job" } } },
+            },
+            "200": {
+              description: "It had been cancelled before.",
+              content: { "application/json": { schema: { $ref: "#/components/schemas/Job" } } },
+            },
+            "401": problem("Missing or invalid bearer token."),
+            "404": problem("No such job for this client (also for other clients' jobs)."),
+            "409": problem("job_final: the job already ended otherwise."),
+            "429": problem("Client rate limit reached.", retryAfter),
+            "503": problem("The event store is unreachable.", retryAfter),
+          },
+        },
+      },
       "/jobs/{job_id}": {
         get: {
           operationId: "getJob",
@@ -147,6 +259,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       schemas: {
         RunRequest: nullableless(RunRequestSchema),
         Job: nullableless(JobResourceSchema),
+        JobPage: nullableless(JobPageSchema),
         Problem: nullableless(ProblemSchema),
       },
     },

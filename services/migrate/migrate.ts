@@ -18,7 +18,6 @@ import {
   type DeliveryTrigger,
   decideCallbackStep,
   isFinal,
-  isFinalEvent,
   type RunRequested,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";

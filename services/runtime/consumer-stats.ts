@@ -2,10 +2,11 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { INDEX_CONSUMER } from "../indexer/index.ts";
 
 /**
  * Polls the events stream's durable consumers into gauges: pending, ack pending, redelivered, and
- * the projector's lag (events not yet applied to the view).
+ * the projector's and the search index's lag (events not yet applied).
  */
 export function startConsumerStats(deps: {
   jsm: JetStreamManager;
@@ -23,6 +24,7 @@ export function startConsumerStats(deps: {
         if (c.name === TOPOLOGY.consumers.projector) {
           deps.metrics.projectorLag.set(c.num_pending + c.num_ack_pending);
         }
+        if (c.name === INDEX_CONSUMER) deps.metrics.indexLag.set(c.num_pending + c.num_ack_pending);
       }
     } catch (err) {
       deps.logger.debug({ err: (err as Error).message }, "consumer stats unavailable");

@@ -14,6 +14,7 @@ import { createProjector } from "../projector/index.ts";
 import { startAdminServer } from "./admin.ts";
 import { startAuditCheckpoints } from "./audit.ts";
 import { startConsumerStats } from "./consumer-stats.ts";
+import { startSearchIndex } from "./search-index.ts";
 
 export const SERVICE_NAMES = ["ingress", "projector", "executor", "callback"] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -59,6 +60,8 @@ export async function startServices(
   let ingress: RunningIngress | undefined;
   let draining = false;
   const ready = async () => !draining && (await hub.topologyReady());
+  // The search index: opened where it is read (ingress) or written (projector), issue 16.
+  const search = await startSearchIndex({ services, hub, config, logger });
 
   if (services.includes("ingress")) {
     ingress = await startIngress({
@@ -66,6 +69,7 @@ export async function startServices(
       ...deps,
       metrics,
       logger: logger.child({ component: "ingress" }),
+      ...search.ingress,
     });
     stoppables.push({ name: "ingress", stop: ingress.stop });
   } else {
@@ -111,6 +115,7 @@ export async function startServices(
     });
     await projector.start();
     stoppables.push({ name: "projector", stop: projector.stop });
+    await search.startIndexer(stoppables);
     const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
     if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });
   }
@@ -132,6 +137,7 @@ export async function startServices(
   }
   const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 15_000 });
   stoppables.push({ name: "consumer stats", stop: stats.stop });
+  stoppables.push({ name: "search index", stop: search.close });
   return {
     hub,
     metrics,

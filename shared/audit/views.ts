@@ -19,6 +19,8 @@ const FIELDS: readonly (keyof JobView)[] = [
   "error",
   "callback",
   "fingerprint",
+  "retry_of",
+  "retried_as",
 ];
 
 /** Folds job events (stream order) with the projector's `transition`, keyed `<client>.<job>`. */

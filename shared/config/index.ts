@@ -1,4 +1,5 @@
 export * from "./duration.ts";
 export * from "./load.ts";
+export * from "./operations.ts";
 export * from "./routes.ts";
 export * from "./schema.ts";

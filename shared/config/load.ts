@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Value, type ValueError } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
+import { operationsIssues } from "./operations.ts";
 import { type Config, ConfigSchema } from "./schema.ts";
 
 /** A config problem: the dotted key it is about, and what is wrong. */
@@ -121,6 +122,7 @@ function crossCheck(config: Config): ConfigIssue[] {
     }
     seenRoutes.set(route.key, i);
   });
+  issues.push(...operationsIssues(config));
   return issues;
 }
 

@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { DURATION_PATTERN } from "./duration.ts";
+import { AdminApiConfig, ConsoleConfig, IndexConfig, OperatorConfig } from "./operations.ts";
 
 const Duration = (defaultValue: string, description: string) =>
   Type.String({ pattern: DURATION_PATTERN, default: defaultValue, description });
@@ -114,6 +115,8 @@ const HttpExecutor = Type.Object(
       uniqueItems: true,
     }),
     timeout: Duration("30s", "Budget of one task POST."),
+    /** Where a signed cancel request is POSTed once when a job of this route is cancelled. */
+    cancel_url: Type.Optional(Type.String({ pattern: "^https?://", maxLength: 2048 })),
     max_attempts: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
     retry_backoff: Type.Array(Type.String({ pattern: DURATION_PATTERN }), {
       minItems: 1,
@@ -232,6 +235,11 @@ export const ConfigSchema = Type.Object(
     clients: Type.Array(ClientConfig, { default: [] }),
     routes: Type.Array(RouteConfig, { default: [] }),
     callbacks: CallbacksConfig,
+    // Issue 16 (shared/config/operations.ts): operators, their API, the console, the index.
+    operators: Type.Array(OperatorConfig, { default: [] }),
+    admin_api: AdminApiConfig,
+    console: ConsoleConfig,
+    index: IndexConfig,
   },
   { additionalProperties: false },
 );

@@ -1,8 +1,10 @@
-import type { EventData, RunRequested } from "./events.ts";
+import type { Actor, EventData, JobEvent, RunRequested } from "./events.ts";
 import { canMove } from "./evolve.ts";
+import { requestFingerprint } from "./fingerprint.ts";
 import {
   isFinal,
   type JobStatus,
+  type JobView,
   type StatusEvent,
   type StatusEventType,
   statusAfter,
@@ -111,5 +113,118 @@ export function reportIntent(report: ExecutorReport): StatusIntent {
       const unreachable: never = report;
       return unreachable;
     }
+  }
+}
+
+/** The error code of a cancelled job. */
+export const CANCELLED = "cancelled";
+
+/** The final event a cancel appends: job.error `cancelled`, naming who cancelled. */
+export function cancelIntent(by: Actor): StatusIntent {
+  return {
+    type: "job.error",
+    data: { code: CANCELLED, message: `cancelled by ${by.kind} ${by.id}`, cancelled_by: by },
+  };
+}
+
+/** True for the event a cancel appended. */
+export function isCancelEvent(event: JobEvent | undefined): boolean {
+  return event?.type === "job.error" && event.data.code === CANCELLED;
+}
+
+export type CancelDecision =
+  /** Not final: append the cancel (through writeStatus, which re-decides on a lost race). */
+  | { readonly kind: "cancel"; readonly intent: StatusIntent }
+  /** Cancelled before (by anyone): nothing to append; a repeat answers 200. */
+  | { readonly kind: "already_cancelled" }
+  /** Finished otherwise (done, error, rejected): 409 job_final. */
+  | { readonly kind: "final"; readonly status: JobStatus };
+
+/**
+ * decide(cancel, job): what a cancel of a job in `state` does. The job must exist (the caller
+ * answers 404 before asking). A cancel ends the job at once with job.error `cancelled`; telling
+ * the executor to stop is best effort and comes after.
+ */
+export function decideCancel(state: JobView, by: Actor): CancelDecision {
+  if (state.status === "error" && state.error?.code === CANCELLED) {
+    return { kind: "already_cancelled" };
+  }
+  if (isFinal(state.status)) return { kind: "final", status: state.status };
+  return { kind: "cancel", intent: cancelIntent(by) };
+}
+
+/** The request_id of the retry of a job: derived from the old job, so a double click is one retry. */
+export function retryRequestId(jobId: string): string {
+  return `retry:${jobId}`;
+}
+
+/** The run a retry submits: the old run's route, input, metadata and callback_url. */
+export interface RetryRequest {
+  readonly request_id: string;
+  readonly route: string;
+  readonly input: string;
+  readonly metadata?: Readonly<Record<string, unknown>>;
+  readonly callback_url?: string;
+  readonly retry_of: string;
+  readonly requested_by: Actor;
+  /** Over the request fields and retry_of: a second retry of the same job is a replay. */
+  readonly fingerprint: string;
+}
+
+export type RetryDecision =
+  | { readonly kind: "retry"; readonly request: RetryRequest }
+  /** Only a job that ended in error or rejected can be retried. */
+  | { readonly kind: "refuse"; readonly status: JobStatus };
+
+/**
+ * decide(retry, job): a job that ended in error or rejected is retried as a new job of the same
+ * client, route and input, with a request_id derived from the old job; the hub's idempotency then
+ * makes a repeated retry of the same job answer the retry that exists.
+ */
+export function decideRetry(state: JobView, run: RunRequested, by: Actor): RetryDecision {
+  if (state.status !== "error" && state.status !== "rejected") {
+    return { kind: "refuse", status: state.status };
+  }
+  const { data } = run;
+  const body = {
+    request_id: retryRequestId(run.job_id),
+    route: data.route,
+    input: data.input,
+    ...(data.metadata === undefined ? {} : { metadata: data.metadata }),
+    ...(data.callback_url === undefined ? {} : { callback_url: data.callback_url }),
+    retry_of: run.job_id,
+  };
+  return {
+    kind: "retry",
+    request: { ...body, requested_by: by, fingerprint: requestFingerprint(body) },
+  };
+}
+
+/** What a result refused because the job was cancelled leaves in the stream. */
+export type DiscardedResult = EventData<"job.result_discarded">;
+
+/**
+ * decide(record, refused result): a final status event an executor wanted to append after the job
+ * was cancelled is kept as history (job.result_discarded on `.ops`); anything else refused (a
+ * duplicate after a crash, a deadline timer, a second cancel) leaves nothing. `last` is the job's
+ * last status event.
+ */
+export function decideDiscardedResult(
+  last: JobEvent | undefined,
+  intent: StatusIntent,
+): DiscardedResult | null {
+  if (!isCancelEvent(last)) return null;
+  switch (intent.type) {
+    case "job.done":
+      return { result_type: "job.done", output: intent.data.output, reason: "cancelled" };
+    case "job.error":
+    case "job.rejected": {
+      const { code, message } = intent.data;
+      // The hub's own endings are not an executor's result.
+      if (code === CANCELLED || code === "deadline_exceeded") return null;
+      return { result_type: intent.type, error: { code, message }, reason: "cancelled" };
+    }
+    default:
+      return null;
   }
 }

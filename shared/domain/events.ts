@@ -15,6 +15,19 @@ export const JobErrorInfo = Type.Object(
 );
 export type JobErrorInfo = Static<typeof JobErrorInfo>;
 
+/**
+ * Who did something to a job that is not the executor's work: the client that owns it, or an
+ * operator (docs/operations.md). Recorded in the event itself, so the audit chain covers it.
+ */
+export const Actor = Type.Object(
+  {
+    kind: Type.Union([Type.Literal("client"), Type.Literal("operator")]),
+    id: Type.String({ minLength: 1, maxLength: 128 }),
+  },
+  { additionalProperties: false },
+);
+export type Actor = Static<typeof Actor>;
+
 export const Principal = Type.Object(
   { id: Type.String(), tenant: Type.String() },
   { additionalProperties: true },
@@ -29,6 +42,10 @@ export const RunRequestedData = Type.Object(
     callback_url: Type.Optional(Type.String()),
     /** SHA-256 of the canonical request body: the same request_id with another body is a conflict. */
     fingerprint: Type.String({ pattern: "^[0-9a-f]{64}$" }),
+    /** This run retries that job (same client, route and input); see job.retried. */
+    retry_of: Type.Optional(Id),
+    /** Who asked for the run when it was not the client itself (an operator's retry). */
+    requested_by: Type.Optional(Actor),
   },
   { additionalProperties: false },
 );
@@ -85,10 +102,18 @@ export const JobDoneData = Type.Object(
   { additionalProperties: false },
 );
 export const JobErrorData = Type.Object(
+  {
+    ...JobErrorInfo.properties,
+    ...FinalExtras,
+    /** Set on a cancel (code `cancelled`): who cancelled the job. */
+    cancelled_by: Type.Optional(Actor),
+  },
+  { additionalProperties: false },
+);
+export const JobRejectedData = Type.Object(
   { ...JobErrorInfo.properties, ...FinalExtras },
   { additionalProperties: false },
 );
-export const JobRejectedData = JobErrorData;
 
 export const CallbackAttemptedData = Type.Object(
   {
@@ -136,6 +161,34 @@ export const CallbackRedeliveryRequestedData = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The job was retried: `retry_job_id` is the new job (its run.requested carries `retry_of`). On
+ * the old job's `.ops` subject; the retry's request_id is derived from the old job, so there is
+ * at most one retry per job (a double click finds the same one).
+ */
+export const JobRetriedData = Type.Object(
+  { retry_job_id: Id, requested_by: Actor },
+  { additionalProperties: false },
+);
+
+/**
+ * An executor's result arrived after the job had been cancelled: kept as history, never applied
+ * (the job stays `error` / `cancelled`). On the job's `.ops` subject.
+ */
+export const JobResultDiscardedData = Type.Object(
+  {
+    result_type: Type.Union([
+      Type.Literal("job.done"),
+      Type.Literal("job.error"),
+      Type.Literal("job.rejected"),
+    ]),
+    output: Type.Optional(Type.Unknown()),
+    error: Type.Optional(JobErrorInfo),
+    reason: Type.Literal("cancelled"),
+  },
+  { additionalProperties: false },
+);
+
 function envelope<K extends string, D extends TSchema>(type: K, data: D) {
   return Type.Object(
     {
@@ -165,6 +218,8 @@ export const CallbackRedeliveryRequested = envelope(
   "callback.redelivery_requested",
   CallbackRedeliveryRequestedData,
 );
+export const JobRetried = envelope("job.retried", JobRetriedData);
+export const JobResultDiscarded = envelope("job.result_discarded", JobResultDiscardedData);
 
 /** Every job event schema, keyed by type: the source of schemas/events/*.json. */
 export const EVENT_SCHEMAS = {
@@ -179,6 +234,8 @@ export const EVENT_SCHEMAS = {
   "callback.delivered": CallbackDelivered,
   "callback.failed": CallbackFailed,
   "callback.redelivery_requested": CallbackRedeliveryRequested,
+  "job.retried": JobRetried,
+  "job.result_discarded": JobResultDiscarded,
 } as const;
 
 export const JobEvent = Type.Union(Object.values(EVENT_SCHEMAS), {
@@ -202,6 +259,8 @@ export type CallbackAttempted = DeepReadonly<Static<typeof CallbackAttempted>>;
 export type CallbackDelivered = DeepReadonly<Static<typeof CallbackDelivered>>;
 export type CallbackFailed = DeepReadonly<Static<typeof CallbackFailed>>;
 export type CallbackRedeliveryRequested = DeepReadonly<Static<typeof CallbackRedeliveryRequested>>;
+export type JobRetried = DeepReadonly<Static<typeof JobRetried>>;
+export type JobResultDiscarded = DeepReadonly<Static<typeof JobResultDiscarded>>;
 
 /** The job event union: past-tense facts, never commands. */
 export type JobEvent =
@@ -215,14 +274,16 @@ export type JobEvent =
   | CallbackAttempted
   | CallbackDelivered
   | CallbackFailed
-  | CallbackRedeliveryRequested;
+  | CallbackRedeliveryRequested
+  | JobRetried
+  | JobResultDiscarded;
 
 export type JobEventType = JobEvent["type"];
 export type EventOf<T extends JobEventType> = Extract<JobEvent, { type: T }>;
 export type EventData<T extends JobEventType> = EventOf<T>["data"];
 
 /** Which per-job subject an event type is appended to (see shared/bus/subjects.ts). */
-export type EventStreamKind = "run" | "job" | "cb";
+export type EventStreamKind = "run" | "job" | "cb" | "ops";
 
 /** Maps an event type to the per-job subject it lives on. */
 export function streamKindOf(type: JobEventType): EventStreamKind {
@@ -241,6 +302,10 @@ export function streamKindOf(type: JobEventType): EventStreamKind {
     case "callback.failed":
     case "callback.redelivery_requested":
       return "cb";
+    case "job.retried":
+    case "job.result_discarded":
+      // Actions on a job that are neither its status nor its callback: only views read them.
+      return "ops";
     default: {
       const unreachable: never = type;
       return unreachable;

@@ -64,9 +64,12 @@ function outcomeOf(event: StatusEvent): Partial<JobView> {
   switch (event.type) {
     case "job.done":
       return { output: event.data.output };
-    case "job.error":
-    case "job.rejected":
+    case "job.error": {
       // Only the error itself: the run summary and attempt count are for the callback service.
+      const { code, message, cancelled_by } = event.data;
+      return { error: { code, message, ...(cancelled_by === undefined ? {} : { cancelled_by }) } };
+    }
+    case "job.rejected":
       return { error: { code: event.data.code, message: event.data.message } };
     default:
       return {};
@@ -118,6 +121,7 @@ export function transition(state: JobState, event: JobEvent): Transition {
           updated_at: event.occurred_at,
           fingerprint: data.fingerprint,
           seq: 0,
+          ...(data.retry_of === undefined ? {} : { retry_of: data.retry_of }),
           ...(data.callback_url === undefined
             ? {}
             : { callback: { status: "pending", attempts: 0 } as const }),
@@ -167,6 +171,12 @@ export function transition(state: JobState, event: JobEvent): Transition {
         },
       };
     }
+    case "job.retried":
+      if (state === null) return { applied: false, state, reason: "unknown_job" };
+      return { applied: true, state: { ...state, retried_as: event.data.retry_job_id } };
+    case "job.result_discarded":
+      // History only: the result came after the job was final (cancelled).
+      return { applied: false, state, reason: state === null ? "unknown_job" : "job_final" };
     default: {
       const unreachable: never = event;
       return unreachable;

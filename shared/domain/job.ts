@@ -1,4 +1,4 @@
-import type { JobErrorInfo, JobEvent, JobEventType } from "./events.ts";
+import type { Actor, JobErrorInfo, JobEvent, JobEventType } from "./events.ts";
 
 /** The spec's job statuses (section 3). */
 export const JOB_STATUSES = [
@@ -74,6 +74,11 @@ export interface CallbackView {
   readonly next_attempt_at?: string;
 }
 
+/** A job's error: code and message, and for a cancel (code `cancelled`) who cancelled it. */
+export interface JobViewError extends JobErrorInfo {
+  readonly cancelled_by?: Actor;
+}
+
 /**
  * The job as the projector stores it and GET /jobs serves it (minus the internal fields
  * `client_id`, `fingerprint` and `seq`, see toJobResource).
@@ -88,8 +93,12 @@ export interface JobView {
   readonly updated_at: string;
   readonly completed_at?: string;
   readonly output?: unknown;
-  readonly error?: JobErrorInfo;
+  readonly error?: JobViewError;
   readonly callback?: CallbackView;
+  /** This job retries that one (an operator's retry). */
+  readonly retry_of?: string;
+  /** This job was retried as that one. */
+  readonly retried_as?: string;
   readonly fingerprint: string;
   /** Stream sequence of the last event applied; makes projection idempotent under redelivery. */
   readonly seq: number;

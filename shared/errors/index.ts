@@ -64,6 +64,8 @@ export class RequestConflictError extends define(
   409,
   "request_id already used with a different body",
 ) {}
+/** A cancel of a job that already ended otherwise (done, error, rejected): POST /jobs/{id}/cancel. */
+export class JobFinalError extends define("job_final", 409, "The job has already ended") {}
 /** An executor report that the job's current status does not allow (e.g. the job is final). */
 export class JobStateConflictError extends define(
   "job_state_conflict",

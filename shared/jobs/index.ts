@@ -1,3 +1,4 @@
 export * from "./generations.ts";
+export * from "./history.ts";
 export * from "./reader.ts";
 export * from "./view-cache.ts";

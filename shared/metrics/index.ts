@@ -14,6 +14,8 @@ export interface HubMetrics {
   readonly latency: Histogram<"route">;
   /** Events in the stream the projector has not applied yet. */
   readonly projectorLag: Gauge;
+  /** Events in the stream the search index has not applied yet (issue 16). */
+  readonly indexLag: Gauge;
   /** Pending (undelivered) and redelivered counts per durable consumer. */
   readonly consumerPending: Gauge<"consumer">;
   readonly consumerAckPending: Gauge<"consumer">;
@@ -63,6 +65,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): HubMe
     projectorLag: new Gauge({
       name: "switchyard_projector_lag_events",
       help: "Events in the stream not yet applied to the job view",
+      registers,
+    }),
+    indexLag: new Gauge({
+      name: "switchyard_index_lag_events",
+      help: "Events in the stream not yet applied to the search index",
       registers,
     }),
     consumerPending: new Gauge({

@@ -4,5 +4,6 @@
  * migration) and the executor publish them.
  */
 export * from "./callback-wakeup.ts";
+export * from "./cancel-notice.ts";
 export * from "./deadline-timer.ts";
 export * from "./streams.ts";

@@ -7,6 +7,7 @@ export { type PullLoop, type PullLoopOptions, runPullLoop, TaskSet } from "./pul
 export * from "./status.ts";
 export {
   createWorker,
+  TaskCancelledError,
   type TaskContext,
   TaskFailedError,
   TaskRejectedError,

@@ -12,6 +12,7 @@ import {
   statusAfter,
 } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
+import { keepDiscardedResult } from "./discarded.ts";
 
 export type { StatusEvent, StatusEventType, StatusIntent } from "../domain/index.ts";
 
@@ -107,7 +108,13 @@ export async function writeStatus(
   let current = write.known ?? (await readStatus(deps.jsm, write.ref));
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const decision = decideStatus(current.status, write.intent);
-    if (decision.kind === "refuse") return { kind: "refused", current, reason: decision.reason };
+    if (decision.kind === "refuse") {
+      // A result after a cancel is kept as history (nothing happens for any other refusal).
+      if (decision.reason === "job_final") {
+        await keepDiscardedResult(deps, { ref: write.ref, current, intent: write.intent });
+      }
+      return { kind: "refused", current, reason: decision.reason };
+    }
     const event = buildStatusEvent(deps, write.ref, decision.intent);
     const result = await appendEvent(deps.js, event, {
       expectedLastSubjectSeq: current.seq,

@@ -5,10 +5,11 @@ import {
   jetstream,
   jetstreamManager,
 } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
+import { CANCEL_SUBJECT_ROOT, decodeCancelNotice } from "../schedule/cancel-notice.ts";
 import { traceIdOf } from "../trace/index.ts";
 import {
   decodeTask,
@@ -23,7 +24,11 @@ import { type CurrentStatus, statusAfterWrite, writeStatus } from "./status.ts";
 
 /** What a handler gets besides the task. */
 export interface TaskContext {
-  /** Aborted when the worker stops, or when the job passes its deadline. */
+  /**
+   * Aborted when the worker stops, when the job passes its deadline, or when the job is cancelled
+   * (its reason is then a TaskCancelledError). A result returned after a cancel is kept in the
+   * stream as history and does not change the job.
+   */
   readonly signal: AbortSignal;
   /** Tells JetStream the task is still being worked on (the worker also does this on a timer). */
   readonly working: () => void;
@@ -45,6 +50,12 @@ export class TaskFailedError extends Error {
 /** Throw this from a handler to refuse the task (job.rejected). */
 export class TaskRejectedError extends TaskFailedError {
   override readonly name = "TaskRejectedError";
+}
+
+/** The reason of a handler's signal when the job was cancelled (POST /jobs/{id}/cancel). */
+export class TaskCancelledError extends Error {
+  override readonly name = "TaskCancelledError";
+  readonly code = "cancelled";
 }
 
 /** Minimal logger shape, so a worker can pass pino, console-like or nothing. */
@@ -126,6 +137,9 @@ export function createWorker(options: WorkerOptions): Worker {
   let stopping = false;
   let loop: Promise<PullLoop | undefined> | undefined;
   let ackWaitMs = 30_000;
+  /** Per running task: aborted by a cancel notice for its job. */
+  const cancels = new Map<string, AbortController>();
+  let cancelNotices: Subscription | undefined;
 
   /** What the worker knows of the job before its first append: nothing after a redelivery. */
   const knownAtStart = (task: Task, delivery: number): CurrentStatus | undefined =>
@@ -180,15 +194,26 @@ export function createWorker(options: WorkerOptions): Worker {
     const keepAlive = setInterval(() => msg.working(), Math.max(250, Math.floor(ackWaitMs / 3)));
     const full = await withTools(task, toolSets()).catch(() => undefined);
     const deadlineMs = Date.parse(task.deadline) - deps().clock.now().getTime();
-    const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(Math.max(1, deadlineMs))]);
+    const cancel = new AbortController();
+    cancels.set(task.job_id, cancel);
+    const signal = AbortSignal.any([
+      abort.signal,
+      cancel.signal,
+      AbortSignal.timeout(Math.max(1, deadlineMs)),
+    ]);
     const outcome: StatusIntent | undefined =
       full === undefined
         ? {
             type: "job.rejected",
             data: { code: "tool_set_unknown", message: "The route's tool set is not published." },
           }
-        : await runHandler(full, msg, signal);
+        : await runHandler(full, msg, signal).finally(() => cancels.delete(task.job_id));
     clearInterval(keepAlive);
+    if (cancel.signal.aborted && outcome?.type !== "job.done") {
+      // Cancelled, and the handler stopped: the job is final already, nothing to record.
+      msg.ack();
+      return;
+    }
     if (outcome === undefined) {
       // Stopping: leave the task for another worker.
       msg.nak();
@@ -242,6 +267,14 @@ export function createWorker(options: WorkerOptions): Worker {
   return {
     async start() {
       jsm = await jetstreamManager(options.nc);
+      // Cancels are core NATS notices (best effort): the job is already final in the stream.
+      cancelNotices = options.nc.subscribe(`${CANCEL_SUBJECT_ROOT}.>`, {
+        callback: (_err, m) => {
+          const notice = decodeCancelNotice(m.data);
+          if (notice)
+            cancels.get(notice.job_id)?.abort(new TaskCancelledError("the job was cancelled"));
+        },
+      });
       // The executor service creates the route's consumer; wait for it rather than guess its limits.
       for (;;) {
         try {
@@ -257,6 +290,7 @@ export function createWorker(options: WorkerOptions): Worker {
     },
     async stop() {
       stopping = true;
+      cancelNotices?.unsubscribe();
       abort.abort();
       await (await loop?.catch(() => undefined))?.stop();
       await running.settled();

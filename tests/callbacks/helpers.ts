@@ -12,6 +12,7 @@ import type { JobEvent } from "../../shared/domain/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
 import type { Resolver } from "../../shared/net/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
+import { testIndexYaml } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 
@@ -57,6 +58,7 @@ clients:
 routes:
   - key: demo.echo
     executor: { kind: builtin, name: echo }
+${testIndexYaml()}
 `;
 }
 

@@ -46,6 +46,18 @@ describe("switchyard up (demo mode, embedded nats-server)", () => {
         return body.status === "done" ? body : undefined;
       });
       expect(job.output).toBe("hello");
+      // The demo's console and operator (issue 16).
+      const operatorToken = /operator token: (\S+)/.exec(out.text)?.[1] ?? "";
+      expect(operatorToken).toStartWith("sy_op_");
+      expect((await fetch(`${base}/console/`)).status).toBe(200);
+      const listed = await waitFor("the demo job in the index", async () => {
+        const r = await fetch(`${base}/admin/v1/jobs?request_id=hello-1`, {
+          headers: { authorization: `Bearer ${operatorToken}` },
+        });
+        const body = (await r.json()) as { jobs: { job_id: string }[] };
+        return body.jobs.length === 1 ? body.jobs : undefined;
+      });
+      expect(listed[0]?.job_id).toBe(job_id);
       proc.kill("SIGTERM");
       expect(await proc.exited).toBe(0);
       // The embedded server's store is under ./.data/nats of the working directory.

@@ -29,6 +29,8 @@ export interface FaultYamlOptions {
   /** Keys merged into `callbacks`. */
   readonly callbacks?: Record<string, unknown>;
   readonly logLevel?: string;
+  /** Top-level YAML appended after the routes (e.g. an `index:` section). */
+  readonly extra?: string;
 }
 
 /**
@@ -63,7 +65,8 @@ routes:
   - key: f.sleep
     deadline: 10m
     executor: { kind: builtin, name: sleep, sleep_ms: 100 }
-${options.routes ?? ""}`;
+${options.routes ?? ""}
+${options.extra ?? ""}`;
 }
 
 /** A service, `up`, or a further replica of a service: `projector#2`. */

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   type RunningHub,
   SERVICE_NAMES,
@@ -69,6 +72,22 @@ routes:
     executor: { kind: builtin, name: echo }
 `;
 
+let indexRoot: string | undefined;
+
+/**
+ * An `index:` section with a SQLite file of its own: the default path is under the working
+ * directory, which test files running at once would share. Removed when the process exits.
+ */
+export function testIndexYaml(): string {
+  if (indexRoot === undefined) {
+    const root = mkdtempSync(join(tmpdir(), "switchyard-index-"));
+    indexRoot = root;
+    process.on("exit", () => rmSync(root, { recursive: true, force: true }));
+  }
+  const dir = mkdtempSync(join(indexRoot, "hub-"));
+  return `index: { sqlite_path: "${join(dir, "index.sqlite")}" }`;
+}
+
 /** Builds the YAML config of a test hub. */
 export function hubYaml(
   natsUrl: string,
@@ -94,7 +113,8 @@ nats: ${JSON.stringify({ url: natsUrl, duplicate_window: "2m", ...natsOptions })
 log: { level: info }
 clients:${clientYaml}
 ${hasRoutes ? "" : DEFAULT_ROUTES}
-${extra}`;
+${extra}
+${/^index:/m.test(extra) ? "" : testIndexYaml()}`;
 }
 
 /**

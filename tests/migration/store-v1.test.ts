@@ -59,10 +59,10 @@ beforeAll(async () => {
   const untar = Bun.spawnSync(["tar", "xzf", join(FIXTURE, "nats-store.tar.gz"), "-C", dir]);
   if (untar.exitCode !== 0) throw new Error(`tar failed: ${untar.stderr.toString()}`);
   nats = await startNatsServer({ storeDir: join(dir, "nats"), args: [], env: process.env });
-  const yaml = (await readFile(join(FIXTURE, "switchyard.yaml"), "utf8")).replace(
+  const yaml = `${(await readFile(join(FIXTURE, "switchyard.yaml"), "utf8")).replace(
     "NATS_URL_PLACEHOLDER",
     nats.url,
-  );
+  )}\nindex: { sqlite_path: "${join(dir, "index.sqlite")}" }\n`;
   configPath = join(dir, "switchyard.yaml");
   await writeFile(configPath, yaml);
   const record = (port: number) => async (req: Request) => {

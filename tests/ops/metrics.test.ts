@@ -25,10 +25,15 @@ describe("/metrics", () => {
       "consumer stats",
       async () => {
         const t = await (await hub.request("/metrics")).text();
-        return t.includes('switchyard_consumer_pending{consumer="projector"}') ? t : undefined;
+        return t.includes('switchyard_consumer_pending{consumer="projector"}') &&
+          t.includes('switchyard_consumer_pending{consumer="index"}')
+          ? t
+          : undefined;
       },
       { timeoutMs: 15_000 },
     );
     expect(stats).toMatch(/switchyard_projector_lag_events \d+/);
+    // The search index's lag (issue 16).
+    expect(stats).toMatch(/switchyard_index_lag_events \d+/);
   });
 });

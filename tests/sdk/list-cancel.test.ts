@@ -1,7 +1,7 @@
 /**
- * GET /jobs and POST /jobs/{job_id}/cancel (issue 16, section 1) are not in the hub yet, so these
- * are unit tests of the SDK's pure logic: the request it builds and how it reads the answers.
- * They move to the real hub once it serves both endpoints.
+ * Unit tests of the SDK's pure logic for GET /jobs and POST /jobs/{job_id}/cancel: the request it
+ * builds and how it reads the answers. The same calls against the real hub are in
+ * list-cancel-hub.test.ts (and tests/sdk/python/test_list_cancel_hub.py).
  */
 import { describe, expect, test } from "bun:test";
 import {

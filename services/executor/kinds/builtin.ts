@@ -9,18 +9,24 @@ import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "./kind
  */
 export const builtinKind: ExecutorKind = {
   async start(ctx: KindContext): Promise<KindRuntime> {
-    /** Waits `ms`, keeping the message alive; false when the deadline came first. */
-    const sleep = (job: AdmittedJob, ms: number): Promise<boolean> =>
+    /** Waits `ms`, keeping the message alive: slept, or the deadline or a cancel came first. */
+    const sleep = (job: AdmittedJob, ms: number): Promise<"slept" | "deadline" | "cancelled"> =>
       new Promise((resolve) => {
         const remaining = job.deadlineAt - ctx.clock.now().getTime();
         const keepAlive = setInterval(job.keepAlive, 1_000);
-        setTimeout(
-          () => {
-            clearInterval(keepAlive);
-            resolve(ms <= remaining);
-          },
+        const cancel = ctx.cancels.track(job.run.job_id);
+        const end = (how: "slept" | "deadline" | "cancelled") => {
+          clearInterval(keepAlive);
+          clearTimeout(timer);
+          cancel.release();
+          resolve(how);
+        };
+        const timer = setTimeout(
+          () => end(ms <= remaining ? "slept" : "deadline"),
           Math.max(0, Math.min(ms, remaining)),
         );
+        // A cancelled job is final already: stop sleeping, write nothing.
+        cancel.signal.addEventListener("abort", () => end("cancelled"), { once: true });
       });
 
     return {
@@ -40,7 +46,9 @@ export const builtinKind: ExecutorKind = {
           );
           current = statusAfterWrite(started);
           if (isFinal(current.status)) return;
-          if (!(await sleep(job, executor.sleep_ms))) {
+          const slept = await sleep(job, executor.sleep_ms);
+          if (slept === "cancelled") return;
+          if (slept === "deadline") {
             await ctx.writer.write(
               job.context,
               deadlineExceeded(

@@ -7,6 +7,7 @@ import type { IdGenerator } from "../../../shared/ids/index.ts";
 import type { Logger } from "../../../shared/log/index.ts";
 import type { HubMetrics } from "../../../shared/metrics/index.ts";
 import type { CurrentStatus } from "../../../shared/worker/index.ts";
+import type { CancelSignals } from "../cancels.ts";
 import type { DeadlineTimers } from "../deadlines.ts";
 import type { JobContext, JobWriter } from "../job-writer.ts";
 import type { Slots } from "../slots.ts";
@@ -54,6 +55,8 @@ export interface KindContext {
   readonly ids: IdGenerator;
   readonly replicas: number;
   readonly metrics?: HubMetrics;
+  /** Aborts a job's work in this process when the job is cancelled (cancels.ts). */
+  readonly cancels: CancelSignals;
 }
 
 /** A started kind. */

@@ -1,5 +1,5 @@
-"""GET /jobs and POST /jobs/{job_id}/cancel (issue 16, section 1) are not in the hub yet: unit
-tests of the pure logic (the request built, the answers read). They move to the real hub later."""
+"""Unit tests of the pure logic of GET /jobs and POST /jobs/{job_id}/cancel (the request built,
+the answers read); test_list_cancel_hub.py makes the same calls against the real hub."""
 
 from __future__ import annotations
 

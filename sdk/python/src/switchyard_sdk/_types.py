@@ -16,9 +16,15 @@ def is_final_status(status: str) -> bool:
     return status in FINAL_STATUSES
 
 
-class JobError(TypedDict):
+class _JobErrorRequired(TypedDict):
     code: str
     message: str
+
+
+class JobError(_JobErrorRequired, total=False):
+    """A job's error; `cancelled_by` ({"kind": "client" | "operator", "id": ...}) on a cancel."""
+
+    cancelled_by: Dict[str, str]
 
 
 class _CallbackStateRequired(TypedDict):
@@ -47,6 +53,8 @@ class Job(_JobRequired, total=False):
     output: Any
     error: JobError
     callback: CallbackState
+    retry_of: str
+    retried_as: str
 
 
 class JobCompletedData(TypedDict, total=False):

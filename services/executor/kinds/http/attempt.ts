@@ -85,14 +85,27 @@ export async function attemptHttp(
     });
     return { kind: "settled" };
   }
-  const outcome = await post(deps, { job: { ...job, task }, attempt, remainingMs });
+  // A cancel aborts the POST in flight; the job is final then, and nothing more is recorded.
+  const cancel = ctx.cancels.track(job.task.job_id);
+  const outcome = await post(deps, {
+    job: { ...job, task },
+    attempt,
+    remainingMs,
+    cancel: cancel.signal,
+  }).finally(cancel.release);
+  if (cancel.signal.aborted) return { kind: "settled" };
   job.log.info({ attempt, outcome: outcome.kind }, "task sent");
   return settle(deps, { job, attempt, known, outcome, write });
 }
 
 async function post(
   deps: AttemptDeps,
-  input: { readonly job: HttpJob; readonly attempt: number; readonly remainingMs: number },
+  input: {
+    readonly job: HttpJob;
+    readonly attempt: number;
+    readonly remainingMs: number;
+    readonly cancel: AbortSignal;
+  },
 ): Promise<HttpOutcome> {
   const { job } = input;
   const executor = job.route.executor;
@@ -106,7 +119,7 @@ async function post(
       attempt: input.attempt,
       timeoutMs: Math.min(parseDuration(executor.timeout), input.remainingMs),
       clock: deps.ctx.clock,
-      signal: deps.signal,
+      signal: AbortSignal.any([deps.signal, input.cancel]),
       ...(job.context.traceparent ? { traceparent: job.context.traceparent } : {}),
     });
     if (deps.signal.aborted) throw new AttemptInterruptedError("the executor is stopping");

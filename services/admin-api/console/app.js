@@ -1,0 +1,130 @@
+/**
+ * The Switchyard console: a self-contained page (no CDN, no external fonts) over the operator
+ * API. Hash routes: #/ overview, #/jobs?…, #/job/<id>, #/callbacks?…. The overview refreshes
+ * every 5 s while the tab is visible; nothing else polls.
+ */
+import { ApiError, login, logout, state } from "./api.js";
+import { h, mount } from "./dom.js";
+import { renderCallbacks } from "./view-callbacks.js";
+import { renderJob } from "./view-job.js";
+import { renderJobs } from "./view-jobs.js";
+import { renderOverview } from "./view-overview.js";
+
+const CONSOLE_BASE = new URL(".", location.href).pathname.replace(/\/$/, "");
+const main = document.getElementById("main");
+const REFRESH_MS = 5_000;
+let session;
+let timer;
+
+function go(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+function showLogin(message) {
+  document.getElementById("nav").hidden = true;
+  mount(document.getElementById("who"));
+  const input = h("input", {
+    type: "password",
+    name: "token",
+    id: "token",
+    autocomplete: "off",
+    placeholder: "operator token",
+  });
+  const form = h(
+    "form",
+    { class: "login", id: "login" },
+    h("h1", {}, "Operator login"),
+    message ? h("div", { class: "notice bad", id: "login-error" }, message) : null,
+    input,
+    h("button", { type: "submit" }, "Log in"),
+    h(
+      "p",
+      { class: "muted" },
+      "An operator token from switchyard.yaml (operators). Client tokens do not work here.",
+    ),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await login(CONSOLE_BASE, input.value);
+      await start();
+    } catch (err) {
+      showLogin(err instanceof ApiError ? err.message : String(err));
+    }
+  });
+  mount(main, form);
+  input.focus();
+}
+
+function header() {
+  document.getElementById("nav").hidden = false;
+  const op = session.operator;
+  mount(
+    document.getElementById("who"),
+    h("span", { id: "operator" }, `${op.id} (${op.role}${op.read_payloads ? ", payloads" : ""})`),
+    h(
+      "button",
+      {
+        id: "logout",
+        onclick: async () => {
+          await logout(CONSOLE_BASE);
+          session = undefined;
+          showLogin();
+        },
+      },
+      "Log out",
+    ),
+  );
+}
+
+async function route() {
+  clearTimeout(timer);
+  if (!session) return;
+  const [path, query = ""] = location.hash.replace(/^#/, "").split("?");
+  const params = new URLSearchParams(query);
+  const section = path.startsWith("/job/") ? "jobs" : path.slice(1) || "overview";
+  for (const a of document.querySelectorAll("[data-nav]"))
+    a.classList.toggle("active", a.dataset.nav === section);
+  try {
+    if (path === "/jobs") await renderJobs(main, params, (p) => go(`#/jobs?${p}`));
+    else if (path === "/callbacks")
+      await renderCallbacks(main, params, (p) => go(`#/callbacks?${p}`));
+    else if (path.startsWith("/job/"))
+      await renderJob(main, decodeURIComponent(path.slice(5)), session, go);
+    else {
+      await renderOverview(main);
+      const again = () => {
+        if (document.visibilityState === "visible" && location.hash.replace(/^#/, "") === path)
+          route();
+      };
+      timer = setTimeout(again, REFRESH_MS);
+    }
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401)
+      return showLogin("Your session ended; log in again.");
+    mount(
+      main,
+      h(
+        "div",
+        { class: "notice bad", id: "page-error" },
+        err instanceof ApiError ? err.message : String(err),
+      ),
+    );
+  }
+}
+
+async function start() {
+  const found = await state(CONSOLE_BASE);
+  if (!found.operator) return showLogin();
+  session = found;
+  header();
+  await route();
+}
+
+window.addEventListener("hashchange", () => void route());
+document.addEventListener("visibilitychange", () => {
+  const onOverview = location.hash === "" || location.hash === "#/";
+  if (document.visibilityState === "visible" && session && onOverview) void route();
+});
+void start();

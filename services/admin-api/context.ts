@@ -1,0 +1,119 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import type { Clock } from "../../shared/clock/index.ts";
+import type { Config, RouteTable } from "../../shared/config/index.ts";
+import {
+  InvalidRequestError,
+  MalformedJsonError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+} from "../../shared/errors/index.ts";
+import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
+import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import type { IndexStore } from "../../shared/search/index.ts";
+import type { OperatorAuth, OperatorCaller } from "./auth.ts";
+
+/** Everything the operator API's handlers use. */
+export interface AdminContext {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly config: Config;
+  readonly routes: RouteTable;
+  /** The search index; without it search, counts and bulk actions answer 404. */
+  readonly store?: IndexStore;
+  readonly auth: OperatorAuth;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly deriveJobId: JobIdDeriver;
+  readonly logger: Logger;
+  /** The address a request is attributed to (the ingress's rule, trusted proxies included). */
+  readonly addressOf: (request: Request) => string;
+}
+
+export const NO_STORE = { "cache-control": "no-store" };
+
+export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...NO_STORE, ...headers },
+  });
+}
+
+/** The caller of a request (401 otherwise). */
+export function callerOf(ctx: AdminContext, request: Request): Promise<OperatorCaller> {
+  return ctx.auth.caller(request, ctx.addressOf(request));
+}
+
+export function requireStore(ctx: AdminContext): IndexStore {
+  if (!ctx.store) {
+    throw new NotFoundError({
+      detail: "The search index is not enabled on this hub (index.enabled).",
+    });
+  }
+  return ctx.store;
+}
+
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+const MAX_BODY = 64 * 1024;
+
+/** A JSON object body of at most 64 KiB; `undefined` when the request has none. */
+export async function readBody(request: Request): Promise<Record<string, unknown> | undefined> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY)
+    throw new PayloadTooLargeError({ detail: "The body is larger than 64 KiB." });
+  const text = await request.text();
+  if (text.length > MAX_BODY)
+    throw new PayloadTooLargeError({ detail: "The body is larger than 64 KiB." });
+  if (text.trim() === "") return undefined;
+  if (!JSON_TYPE.test(request.headers.get("content-type") ?? "")) {
+    throw new UnsupportedMediaTypeError({ detail: "Content-Type must be application/json." });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new MalformedJsonError({
+      detail: `The body is not valid JSON: ${(err as Error).message}`.slice(0, 300),
+    });
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new InvalidRequestError({
+      detail: "The body must be a JSON object.",
+      errors: [{ pointer: "", message: "must be a JSON object" }],
+    });
+  }
+  return value as Record<string, unknown>;
+}
+
+/** An action takes no body, or `{}`. */
+export async function noBody(request: Request): Promise<void> {
+  const body = await readBody(request);
+  if (body !== undefined && Object.keys(body).length > 0) {
+    const key = Object.keys(body)[0] ?? "";
+    throw new InvalidRequestError({
+      detail: `${key}: this action takes no body`,
+      errors: [{ pointer: `/${key}`, message: "unknown field" }],
+    });
+  }
+}
+
+/** The client that owns a job: from the index, or (not indexed yet) from the stream's subjects. */
+export async function ownerOf(ctx: AdminContext, jobId: string): Promise<string | undefined> {
+  if (!JOB_ID_PATTERN.test(jobId)) return undefined;
+  if (ctx.store) {
+    const page = await ctx.store.page({ filter: { jobIds: [jobId] }, limit: 1 });
+    const found = page.views[0]?.client_id;
+    if (found) return found;
+  }
+  const info = await ctx.jsm.streams.info(TOPOLOGY.eventsStream, {
+    subjects_filter: `sy.evt.*.${jobId}.run`,
+  });
+  return Object.keys(info.state.subjects ?? {})[0]?.split(".")[2];
+}
+
+/** The audit name of an operator in events that take a free-text requester. */
+export const operatorName = (caller: OperatorCaller) => `operator:${caller.operator.id}`;

@@ -1,0 +1,56 @@
+import type { Clock } from "../../shared/clock/index.ts";
+import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
+import type { HubConnection } from "../../shared/hub/index.ts";
+import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import type { IndexStore } from "../../shared/search/index.ts";
+import { operatorSurface } from "./app.ts";
+import {
+  type CredentialCheck,
+  createOperatorAuth,
+  type FailureLimiter,
+  loadSessionKey,
+} from "./auth.ts";
+
+export { ADMIN_PREFIX, createAdminApp, SECURITY_HEADERS } from "./app.ts";
+
+export interface OperatorSurfaceDeps {
+  readonly hub: HubConnection;
+  readonly config: Config;
+  readonly store?: IndexStore;
+  /** Checks operator bearer credentials (the ingress's authenticator over `operators`). */
+  readonly credentials: CredentialCheck;
+  readonly limiter?: FailureLimiter;
+  readonly addressOf: (request: Request) => string;
+  readonly deriveJobId: JobIdDeriver;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly logger: Logger;
+}
+
+/** The operator API and console as the ingress mounts them (services/ingress/index.ts). */
+export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
+  const { hub, config } = deps;
+  const auth = createOperatorAuth({
+    operators: config.operators,
+    credentials: deps.credentials,
+    ...(deps.limiter ? { limiter: deps.limiter } : {}),
+    sessionKey: await loadSessionKey(hub.meta),
+    sessionTtlMs: parseDuration(config.console.session_ttl),
+    now: () => deps.clock.now().getTime(),
+  });
+  return operatorSurface({
+    nc: hub.nc,
+    js: hub.js,
+    jsm: hub.jsm,
+    config,
+    routes: createRouteTable(config),
+    ...(deps.store ? { store: deps.store } : {}),
+    auth,
+    clock: deps.clock,
+    ids: deps.ids,
+    deriveJobId: deps.deriveJobId,
+    logger: deps.logger,
+    addressOf: deps.addressOf,
+  });
+}

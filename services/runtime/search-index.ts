@@ -1,0 +1,47 @@
+import { type Config, parseDuration } from "../../shared/config/index.ts";
+import type { HubConnection } from "../../shared/hub/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import { type IndexStore, openIndexStore } from "../../shared/search/index.ts";
+import { createIndexer } from "../indexer/index.ts";
+import type { ServiceName } from "./run.ts";
+
+interface Stoppable {
+  readonly name: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The search index in one process: one store shared by the ingress (GET /jobs, the operator API)
+ * and the indexer, which runs with the projector (one writer, like the projector itself).
+ */
+export async function startSearchIndex(deps: {
+  readonly services: readonly ServiceName[];
+  readonly hub: HubConnection;
+  readonly config: Config;
+  readonly logger: Logger;
+}) {
+  const { config } = deps;
+  const wanted =
+    config.index.enabled &&
+    (deps.services.includes("ingress") || deps.services.includes("projector"));
+  const store: IndexStore | undefined = wanted ? await openIndexStore(config.index) : undefined;
+  return {
+    ingress: store ? { index: store } : {},
+    async startIndexer(stoppables: Stoppable[]) {
+      if (!store) return;
+      const indexer = createIndexer({
+        js: deps.hub.js,
+        jsm: deps.hub.jsm,
+        store,
+        logger: deps.logger.child({ component: "indexer" }),
+        lingerMs: parseDuration(config.index.linger),
+        retentionMs: parseDuration(config.nats.events_max_age),
+      });
+      await indexer.start();
+      stoppables.push({ name: "indexer", stop: indexer.stop });
+    },
+    async close() {
+      await store?.close();
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import { SQL } from "bun";
+import type { JobView } from "../domain/index.ts";
+import {
+  CLAIM_SQL,
+  COUNT_UPSERT_TAIL,
+  countSql,
+  countsSql,
+  Params,
+  pageSql,
+  perMinuteSql,
+  ROW_COLUMNS,
+  rowValues,
+  TABLES,
+  UPSERT_TAIL,
+} from "./sql.ts";
+import { pageOf } from "./sqlite.ts";
+import type { IndexPosition, IndexStore, IndexWrite } from "./types.ts";
+import { EMPTY_POSITION, IndexFencedError, indexKey } from "./types.ts";
+
+/** Rows per INSERT statement: 12 parameters each, well below PostgreSQL's 65,535. */
+const ROWS_PER_STATEMENT = 500;
+
+type Tx = { unsafe(sql: string, params?: unknown[]): Promise<unknown[]> };
+
+async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
+  // Row-locks the owner record: a concurrent claim waits for this transaction, and a write of an
+  // older epoch is refused.
+  const [owner] = (await tx.unsafe("SELECT epoch FROM sy_index_owner WHERE id = 1 FOR UPDATE")) as {
+    epoch: unknown;
+  }[];
+  const current = Number(owner?.epoch ?? 0);
+  if (current !== write.owner) throw new IndexFencedError(write.owner, current);
+  for (let i = 0; i < write.rows.length; i += ROWS_PER_STATEMENT) {
+    const params = new Params("postgres");
+    const tuples = write.rows
+      .slice(i, i + ROWS_PER_STATEMENT)
+      .map((row) => `(${params.list(rowValues(row.view, row.tenant))})`);
+    await tx.unsafe(
+      `INSERT INTO sy_jobs (${ROW_COLUMNS}) VALUES ${tuples.join(", ")} ${UPSERT_TAIL}`,
+      params.values,
+    );
+  }
+  // One statement may not touch a row twice: the deltas arrive summed per key (indexer).
+  for (let i = 0; i < write.counts.length; i += ROWS_PER_STATEMENT) {
+    const params = new Params("postgres");
+    const tuples = write.counts
+      .slice(i, i + ROWS_PER_STATEMENT)
+      .map((c) => `(${params.list([c.kind, c.minute, c.clientId, c.route, c.status, c.delta])})`);
+    await tx.unsafe(
+      `INSERT INTO sy_job_counts (kind, minute, client_id, route, status, n) VALUES ${tuples.join(", ")} ${COUNT_UPSERT_TAIL}`,
+      params.values,
+    );
+  }
+  const p = write.position;
+  await tx.unsafe(
+    "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream) VALUES (1, $1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream",
+    [p.appliedSeq, p.pending, p.updatedMs, p.stream],
+  );
+}
+
+/**
+ * The index in PostgreSQL (Bun's built-in client), for deployments with several hub replicas:
+ * the indexer (in the projector service) writes, every ingress replica reads. Same tables and
+ * queries as SQLite (sql.ts); both pass tests/search/store.test.ts.
+ */
+export function openPostgresIndex(
+  url: string,
+  options: { readonly max?: number } = {},
+): IndexStore {
+  const sql = new SQL(url, { max: options.max ?? 8, idleTimeout: 30 });
+  const rows = (text: string, params: unknown[]) =>
+    sql.unsafe(text, params) as Promise<Record<string, unknown>[]>;
+  return {
+    backend: "postgres",
+    async migrate() {
+      // One migration at a time over every replica: a transaction-scoped advisory lock.
+      await sql.begin(async (tx) => {
+        await tx.unsafe("SELECT pg_advisory_xact_lock(726351)");
+        for (const statement of TABLES) await tx.unsafe(statement);
+      });
+    },
+    async load(keys) {
+      const out = new Map<string, JobView>();
+      if (keys.length === 0) return out;
+      const params = new Params("postgres");
+      const tuples = keys.map((k) => `(${params.add(k.clientId)}, ${params.add(k.jobId)})`);
+      const found = await rows(
+        `SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, job_id) IN (${tuples.join(", ")})`,
+        params.values,
+      );
+      for (const r of found) {
+        out.set(indexKey(String(r.client_id), String(r.job_id)), JSON.parse(String(r.view)));
+      }
+      return out;
+    },
+    async claim() {
+      const [row] = await rows(CLAIM_SQL, []);
+      return Number(row?.epoch);
+    },
+    async apply(write) {
+      await sql.begin((tx) => writeRows(tx as unknown as Tx, write));
+    },
+    async position(): Promise<IndexPosition> {
+      const [row] = await rows(
+        "SELECT applied_seq, pending, updated_ms, stream FROM sy_index_meta WHERE id = 1",
+        [],
+      );
+      return row
+        ? {
+            appliedSeq: Number(row.applied_seq),
+            pending: Number(row.pending),
+            updatedMs: Number(row.updated_ms),
+            stream: String(row.stream),
+          }
+        : EMPTY_POSITION;
+    },
+    async heartbeat(pending, nowMs) {
+      await rows("UPDATE sy_index_meta SET pending = $1, updated_ms = $2 WHERE id = 1", [
+        pending,
+        nowMs,
+      ]);
+    },
+    async page(query) {
+      const { sql: text, params } = pageSql("postgres", query);
+      const found = await rows(text, params);
+      return pageOf(
+        found.map((r) => JSON.parse(String(r.view)) as JobView),
+        query.limit,
+      );
+    },
+    async count(filter, cap) {
+      const { sql: text, params } = countSql("postgres", filter, cap);
+      return Number((await rows(text, params))[0]?.n ?? 0);
+    },
+    async counts(query) {
+      const { sql: text, params } = countsSql("postgres", query);
+      return (await rows(text, params)).map((r) => ({
+        route: String(r.route),
+        status: String(r.status),
+        count: Number(r.n),
+      }));
+    },
+    async perMinute(query) {
+      const { sql: text, params } = perMinuteSql("postgres", query);
+      const found = await rows(text, params);
+      return new Map(found.map((r) => [Number(r.minute), Number(r.n)]));
+    },
+    async *scan(batch) {
+      let after = { client: "", job: "" };
+      for (;;) {
+        const found = await rows(
+          "SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, job_id) > ($1, $2) ORDER BY client_id, job_id LIMIT $3",
+          [after.client, after.job, batch],
+        );
+        for (const r of found) yield JSON.parse(String(r.view)) as JobView;
+        const last = found[found.length - 1];
+        if (last === undefined || found.length < batch) return;
+        after = { client: String(last.client_id), job: String(last.job_id) };
+      }
+    },
+    async prune(beforeMs) {
+      const removed = await sql.unsafe("DELETE FROM sy_jobs WHERE created_ms < $1", [beforeMs]);
+      await rows("DELETE FROM sy_job_counts WHERE minute < $1", [Math.floor(beforeMs / 60_000)]);
+      return Number((removed as unknown as { count?: number }).count ?? 0);
+    },
+    async optimize() {
+      await sql.unsafe("ANALYZE sy_jobs, sy_job_counts");
+    },
+    async reset() {
+      await sql.begin(async (tx) => {
+        await tx.unsafe("TRUNCATE sy_jobs, sy_job_counts, sy_index_meta");
+      });
+    },
+    async close() {
+      await sql.close();
+    },
+  };
+}

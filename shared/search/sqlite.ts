@@ -1,0 +1,189 @@
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type { JobView } from "../domain/index.ts";
+import {
+  CLAIM_SQL,
+  COUNT_UPSERT_TAIL,
+  countSql,
+  countsSql,
+  pageSql,
+  perMinuteSql,
+  ROW_COLUMNS,
+  rowValues,
+  TABLES,
+  UPSERT_TAIL,
+} from "./sql.ts";
+import {
+  EMPTY_POSITION,
+  IndexFencedError,
+  type IndexPosition,
+  type IndexStore,
+  indexKey,
+  type Page,
+} from "./types.ts";
+
+type Value = string | number | bigint | boolean | null;
+
+const decodeViews = (rows: { view: string }[]): JobView[] =>
+  rows.map((r) => JSON.parse(r.view) as JobView);
+
+/**
+ * The index in SQLite (bun:sqlite), the embedded default: one file under the data directory, in
+ * WAL mode so the ingress can read while the indexer (in the projector process) writes, also from
+ * another process on the same host. Several hosts need PostgreSQL (postgres.ts).
+ */
+export function openSqliteIndex(path: string): IndexStore {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, { create: true, strict: false });
+  db.exec("PRAGMA journal_mode = WAL");
+  // WAL with NORMAL sync: a crash of the machine can lose the last transactions, never corrupt;
+  // the index is rebuilt from the stream anyway, and it re-reads from its stored position.
+  db.exec("PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA busy_timeout = 5000");
+  // The indexes of a large index do not fit SQLite's default 2 MB page cache: every insert then
+  // reads pages back through the OS. A bigger cache and memory-mapped reads keep them at hand.
+  db.exec("PRAGMA cache_size = -65536");
+  db.exec("PRAGMA mmap_size = 268435456");
+  db.exec("PRAGMA temp_store = MEMORY");
+  const all = (sql: string, params: unknown[]) => db.query(sql).all(...(params as Value[]));
+  const upsert = () =>
+    db.query(`INSERT INTO sy_jobs (${ROW_COLUMNS}) VALUES (${"?, ".repeat(11)}?) ${UPSERT_TAIL}`);
+  const countUpsert = () =>
+    db.query(
+      `INSERT INTO sy_job_counts (kind, minute, client_id, route, status, n) VALUES (?, ?, ?, ?, ?, ?) ${COUNT_UPSERT_TAIL}`,
+    );
+  const setPosition = () =>
+    db.query(
+      "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream) VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream",
+    );
+
+  return {
+    backend: "sqlite",
+    async migrate() {
+      for (const statement of TABLES) db.exec(statement);
+    },
+    async load(keys) {
+      const out = new Map<string, JobView>();
+      const get = db.query("SELECT view FROM sy_jobs WHERE client_id = ? AND job_id = ?");
+      for (const { clientId, jobId } of keys) {
+        const row = get.get(clientId, jobId) as { view: string } | null;
+        if (row) out.set(indexKey(clientId, jobId), JSON.parse(row.view) as JobView);
+      }
+      return out;
+    },
+    async claim() {
+      return Number((db.query(CLAIM_SQL).get() as { epoch: number }).epoch);
+    },
+    async apply(write) {
+      const rows = upsert();
+      const counts = countUpsert();
+      const position = setPosition();
+      const owner = db.query("SELECT epoch FROM sy_index_owner WHERE id = 1");
+      db.transaction(() => {
+        const current = Number((owner.get() as { epoch: number } | null)?.epoch ?? 0);
+        if (current !== write.owner) throw new IndexFencedError(write.owner, current);
+        for (const row of write.rows) rows.run(...(rowValues(row.view, row.tenant) as Value[]));
+        for (const c of write.counts) {
+          counts.run(c.kind, c.minute, c.clientId, c.route, c.status, c.delta);
+        }
+        const p = write.position;
+        position.run(p.appliedSeq, p.pending, p.updatedMs, p.stream);
+      })();
+    },
+    async position(): Promise<IndexPosition> {
+      const row = db
+        .query("SELECT applied_seq, pending, updated_ms, stream FROM sy_index_meta WHERE id = 1")
+        .get() as {
+        applied_seq: number;
+        pending: number;
+        updated_ms: number;
+        stream: string;
+      } | null;
+      return row
+        ? {
+            appliedSeq: row.applied_seq,
+            pending: row.pending,
+            updatedMs: row.updated_ms,
+            stream: row.stream,
+          }
+        : EMPTY_POSITION;
+    },
+    async heartbeat(pending, nowMs) {
+      db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = 1").run(
+        pending,
+        nowMs,
+      );
+    },
+    async page(query): Promise<Page> {
+      const { sql, params } = pageSql("sqlite", query);
+      const views = decodeViews(all(sql, params) as { view: string }[]);
+      return pageOf(views, query.limit);
+    },
+    async count(filter, cap) {
+      const { sql, params } = countSql("sqlite", filter, cap);
+      return Number((all(sql, params)[0] as { n: number }).n);
+    },
+    async counts(query) {
+      const { sql, params } = countsSql("sqlite", query);
+      return (all(sql, params) as { route: string; status: string; n: number }[]).map((r) => ({
+        route: r.route,
+        status: r.status,
+        count: Number(r.n),
+      }));
+    },
+    async perMinute(query) {
+      const { sql, params } = perMinuteSql("sqlite", query);
+      const rows = all(sql, params) as { minute: number; n: number }[];
+      return new Map(rows.map((r) => [Number(r.minute), Number(r.n)]));
+    },
+    async *scan(batch) {
+      let after = { client: "", job: "" };
+      const next = db.query(
+        "SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, job_id) > (?, ?) ORDER BY client_id, job_id LIMIT ?",
+      );
+      for (;;) {
+        const rows = next.all(after.client, after.job, batch) as {
+          client_id: string;
+          job_id: string;
+          view: string;
+        }[];
+        for (const row of rows) yield JSON.parse(row.view) as JobView;
+        const last = rows[rows.length - 1];
+        if (last === undefined || rows.length < batch) return;
+        after = { client: last.client_id, job: last.job_id };
+      }
+    },
+    async prune(beforeMs) {
+      const removed = db.query("DELETE FROM sy_jobs WHERE created_ms < ?").run(beforeMs);
+      db.query("DELETE FROM sy_job_counts WHERE minute < ?").run(Math.floor(beforeMs / 60_000));
+      return removed.changes;
+    },
+    async optimize() {
+      // A first ANALYZE gives the planner its statistics; later, optimize re-analyzes only what
+      // changed enough (bounded by analysis_limit, so it stays cheap on a large index).
+      const analyzed = db.query("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").get();
+      if (analyzed === null) db.exec("ANALYZE");
+      db.exec("PRAGMA analysis_limit = 1000");
+      db.exec("PRAGMA optimize");
+    },
+    async reset() {
+      db.transaction(() => {
+        db.exec("DELETE FROM sy_jobs");
+        db.exec("DELETE FROM sy_job_counts");
+        db.exec("DELETE FROM sy_index_meta");
+      })();
+    },
+    async close() {
+      db.close();
+    },
+  };
+}
+
+/** Cuts the extra row of a page query off and says where the next page starts. */
+export function pageOf(views: JobView[], limit: number): Page {
+  if (views.length <= limit) return { views, next: null };
+  const page = views.slice(0, limit);
+  const last = page[page.length - 1] as JobView;
+  return { views: page, next: { createdMs: Date.parse(last.created_at), jobId: last.job_id } };
+}

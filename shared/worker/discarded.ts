@@ -1,0 +1,34 @@
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { appendEvent } from "../bus/append.ts";
+import type { Clock } from "../clock/index.ts";
+import { decideDiscardedResult, type JobEvent, type StatusIntent } from "../domain/index.ts";
+import type { IdGenerator } from "../ids/index.ts";
+import type { CurrentStatus, JobRef } from "./status.ts";
+
+/**
+ * Keeps a result that arrived after the job was cancelled as history: job.result_discarded on the
+ * job's `.ops` subject (issue 16: "kept in the stream, does not change the job"). Called only
+ * when writeStatus was refused because the job is final; when the job did not end by a cancel
+ * (a duplicate after a crash, a deadline after the result) the domain says there is nothing to
+ * keep and nothing is read or written. The message id makes a writer's repeat of the same
+ * refusal one event: the first result after a cancel is the one kept.
+ */
+export async function keepDiscardedResult(
+  deps: { readonly js: JetStreamClient; readonly clock: Clock; readonly ids: IdGenerator },
+  input: { readonly ref: JobRef; readonly current: CurrentStatus; readonly intent: StatusIntent },
+): Promise<void> {
+  const data = decideDiscardedResult(input.current.last?.event, input.intent);
+  if (data === null) return;
+  const event: JobEvent = {
+    id: deps.ids.next("evt"),
+    type: "job.result_discarded",
+    schema_version: 1,
+    job_id: input.ref.job_id,
+    client_id: input.ref.client_id,
+    occurred_at: deps.clock.now().toISOString(),
+    data,
+  };
+  await appendEvent(deps.js, event, {
+    msgId: `discarded:${input.ref.job_id}:${input.current.seq}`,
+  });
+}
