@@ -1,5 +1,7 @@
+import { hostname } from "node:os";
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
+import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { type IndexStore, openIndexStore } from "../../shared/search/index.ts";
 import { createIndexer } from "../indexer/index.ts";
@@ -37,8 +39,15 @@ export async function startSearchIndex(deps: {
         lingerMs: parseDuration(config.index.linger),
         retentionMs: parseDuration(config.nats.events_max_age),
       });
-      await indexer.start();
-      stoppables.push({ name: "indexer", stop: indexer.stop });
+      // One writer at a time, like the projector: replicas stand by on their own lease.
+      const lease = createLease({
+        kv: await openLeaseBucket(deps.hub.nc, { replicas: config.nats.replicas }),
+        key: "indexer",
+        holder: `${hostname()}/${process.pid}`,
+        logger: deps.logger.child({ component: "indexer" }),
+      });
+      await lease.start({ lead: indexer.start, standDown: indexer.stop });
+      stoppables.push({ name: "indexer", stop: lease.stop });
     },
     async close() {
       await store?.close();
