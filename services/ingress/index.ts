@@ -7,6 +7,7 @@ import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared
 import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
 import { createAuthFailureLimiter } from "./auth-limit.ts";
@@ -26,6 +27,7 @@ export interface IngressDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly metrics?: HubMetrics;
+  readonly tracing?: Tracing;
 }
 
 export interface RunningIngress {
@@ -69,6 +71,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     openapi: buildOpenApiDocument(),
     callbackPolicy: callbackEgressPolicy(config.callbacks),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
     executorReports: createExecutorReportHandler({
       js: hub.js,
       jsm: hub.jsm,

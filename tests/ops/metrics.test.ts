@@ -25,7 +25,11 @@ describe("/metrics", () => {
       "consumer stats",
       async () => {
         const t = await (await hub.request("/metrics")).text();
-        return t.includes('switchyard_consumer_pending{consumer="projector"}') ? t : undefined;
+        return t.includes(
+          'switchyard_consumer_pending{stream="SWITCHYARD_EVENTS",consumer="projector"}',
+        )
+          ? t
+          : undefined;
       },
       { timeoutMs: 15_000 },
     );
