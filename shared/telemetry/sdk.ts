@@ -96,17 +96,29 @@ function wrap(span: OtelSpan): TraceSpan {
   };
 }
 
-/** Export problems (a collector down) go to the service's log at warn, not to nowhere. */
+/** Diagnostics logged at most this often; the ones in between are counted. */
+const DIAG_EVERY_MS = 10_000;
+
+/**
+ * Export problems (a collector down, spans dropped under load) go to the service's log at warn,
+ * not to nowhere, and at most one line per 10 s, so a dead collector cannot flood the log.
+ */
 function routeDiagnostics(logger: Logger): void {
   const log = logger.child({ component: "otel" });
+  let last = 0;
+  let suppressed = 0;
+  const warn = (message: string) => {
+    const now = Date.now();
+    if (now - last < DIAG_EVERY_MS) {
+      suppressed++;
+      return;
+    }
+    log.warn(suppressed > 0 ? { suppressed } : {}, message);
+    last = now;
+    suppressed = 0;
+  };
   diag.setLogger(
-    {
-      error: (message) => log.warn(message),
-      warn: (message) => log.warn(message),
-      info: () => {},
-      debug: () => {},
-      verbose: () => {},
-    },
+    { error: warn, warn, info: () => {}, debug: () => {}, verbose: () => {} },
     { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
   );
 }
