@@ -85,7 +85,12 @@ export async function createTracing(input: {
   const { createSdkTracing } = await import("./sdk.ts");
   const tracing = createSdkTracing(config, input.logger);
   input.logger.info(
-    { url: config.url, protocol: config.protocol, service_name: config.serviceName },
+    {
+      // Without user info or query: an endpoint may carry credentials there.
+      endpoint: `${new URL(config.url).origin}${new URL(config.url).pathname}`,
+      protocol: config.protocol,
+      service_name: config.serviceName,
+    },
     "tracing to an OTLP endpoint",
   );
   return tracing;
