@@ -51,6 +51,11 @@ export interface DeadlineTimersDeps {
   readonly writer: JobWriter;
   readonly logger: Logger;
   readonly clock: Clock;
+  /**
+   * The deadline lengths of the configured routes: every replica consumes them from the start, so
+   * timers set by a replica that died are fired by the others at their due time.
+   */
+  readonly deadlinesMs: readonly number[];
 }
 
 /**
@@ -132,9 +137,9 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
     return lengths;
   };
 
-  /** Consumes every length that has a consumer (a new length starts with its first timer). */
+  /** Consumes the configured lengths and every length that has a consumer. */
   const discover = async () => {
-    for (const ms of await existingLengths()) {
+    for (const ms of [...deps.deadlinesMs, ...(await existingLengths())]) {
       if (!consumed.has(ms)) consumed.set(ms, consumeLength(ms));
     }
     await Promise.all(consumed.values());
@@ -157,8 +162,8 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
     },
     async start() {
       await discover();
-      // Another replica may start a length this one has not seen yet (its first timer was set
-      // there): look for new ones now and then, so every replica fires every length's timers.
+      // Lengths no configured route has any more (a deadline changed) still have timers: look
+      // for them now and then.
       discovery = setInterval(() => {
         discover().catch((err: unknown) =>
           deps.logger.warn({ err: (err as Error).message }, "deadline consumers not listed"),

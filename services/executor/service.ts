@@ -83,6 +83,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     writer,
     logger: logger.child({ component: "deadlines" }),
     clock: deps.clock,
+    deadlinesMs: [...new Set(config.routes.map((r) => parseDuration(r.deadline)))],
   });
   const slots = createSlots(deps.concurrency);
   const kinds = new Map<string, KindRuntime>();
@@ -122,8 +123,9 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
   logger.info({ kinds: [...kinds.keys()] }, "executor service started");
   return {
     async stop() {
-      await admission.stop();
-      await Promise.all([...kinds.values()].map((k) => k.stop()));
+      // Together: the kinds' grace period (HTTP attempts cut short after it) also bounds the
+      // admission's wait for the attempts it started.
+      await Promise.all([admission.stop(), ...[...kinds.values()].map((k) => k.stop())]);
       await deadlines.stop();
     },
   };

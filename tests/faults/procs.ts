@@ -82,10 +82,12 @@ export interface HubProcs extends AsyncDisposable {
   readonly configPath: string;
   /** The ingress base URL of the latest ingress (or `up`) process; it changes on restart (port 0). */
   url(): string;
+  /** The base URL of one ingress replica (`ingress`, `ingress#2`, …), as it last started. */
+  urlOf(name: ProcName): string;
   /** Starts a service process; resolves once it logged that it is ready. */
   start(name: ProcName): Promise<void>;
-  /** SIGKILL and wait for the exit. */
-  kill(name: ProcName): Promise<void>;
+  /** SIGKILL (or `signal`, e.g. SIGTERM for a graceful stop) and wait for the exit. */
+  kill(name: ProcName, signal?: "SIGKILL" | "SIGTERM"): Promise<void>;
   restart(name: ProcName): Promise<void>;
   /** Rewrites the config file (read by processes started afterwards). */
   writeConfig(yaml: string): Promise<void>;
@@ -112,6 +114,7 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
   const configPath = join(dir, "switchyard.yaml");
   await writeFile(configPath, yaml);
   const procs = new Map<ProcName, ProcState>();
+  const urls = new Map<ProcName, string>();
   let url = "";
 
   const pump = async (stream: ReadableStream<Uint8Array>, state: ProcState) => {
@@ -119,10 +122,10 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
     for await (const chunk of stream) state.out += decoder.decode(chunk, { stream: true });
   };
 
-  const kill = async (name: ProcName) => {
+  const kill = async (name: ProcName, signal: "SIGKILL" | "SIGTERM" = "SIGKILL") => {
     const state = procs.get(name);
     if (!state) return;
-    if (state.proc.exitCode === null && state.proc.signalCode === null) state.proc.kill("SIGKILL");
+    if (state.proc.exitCode === null && state.proc.signalCode === null) state.proc.kill(signal);
     await state.proc.exited;
   };
 
@@ -159,7 +162,10 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
       const fresh = state.out.slice(offset);
       const match = READY_LINE[service].exec(fresh);
       if (match) {
-        if (match[1]) url = match[1];
+        if (match[1]) {
+          url = match[1];
+          urls.set(name, match[1]);
+        }
         return;
       }
       if (proc.exitCode !== null || proc.signalCode !== null) {
@@ -177,7 +183,7 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await Promise.all([...procs.keys()].map(kill));
+    await Promise.all([...procs.keys()].map((name) => kill(name)));
     await rm(dir, { recursive: true, force: true });
   };
 
@@ -185,6 +191,7 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
     dir,
     configPath,
     url: () => url,
+    urlOf: (name) => urls.get(name) ?? "",
     start,
     kill,
     async restart(name) {

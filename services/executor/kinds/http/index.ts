@@ -15,6 +15,9 @@ import { attemptHttp, type HttpJob } from "./attempt.ts";
 import { createRouteQueue, type RouteQueue } from "./queue.ts";
 import { httpStanding } from "./standing.ts";
 
+/** How long a stopping executor waits for HTTP attempts in flight before it cuts them short. */
+const STOP_GRACE_MS = 15_000;
+
 function isHttpRoute(route: KindContext["routes"][number]): route is RouteOf<"http"> {
   return route.executor.kind === "http";
 }
@@ -111,8 +114,12 @@ export const httpKind: ExecutorKind = {
         }
       },
       async stop() {
-        abort.abort();
-        await Promise.all(queues.map((q) => q.stop()));
+        // A graceful stop lets attempts in flight finish (their POSTs are within the route's
+        // timeout); only what outlasts the grace period is cut short and resent by another replica.
+        const finished = Promise.all(queues.map((q) => q.stop()));
+        const grace = setTimeout(() => abort.abort(), STOP_GRACE_MS);
+        await finished;
+        clearTimeout(grace);
       },
     };
   },

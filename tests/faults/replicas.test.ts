@@ -1,0 +1,168 @@
+import { expect, test } from "bun:test";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { readLastEvent } from "../../shared/bus/index.ts";
+import { startNats } from "../helpers/nats.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { exactlyOnceProblems, Load, waitJobEvents } from "./checks.ts";
+import { FAULT_CLIENT, faultYaml, hubProcs, type ProcName } from "./procs.ts";
+
+// Several replicas of every service as separate processes against one nats-server: three
+// ingress, two executors, two callback services, two projectors (one active). An HTTP executor
+// and a callback receiver count what they get. Under load every service is restarted in turn
+// (SIGTERM, as a rolling update does): no accepted run is lost or duplicated, no job is sent to
+// the executor twice, no callback twice, and every view equals the fold of its events.
+
+const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
+const SECRET = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+const REPLICAS: ProcName[] = [
+  "projector",
+  "projector#2",
+  "executor",
+  "executor#2",
+  "callback",
+  "callback#2",
+  "ingress",
+  "ingress#2",
+  "ingress#3",
+];
+
+/** Counts requests per webhook-id (the job id for tasks, msg_<job> for callbacks). */
+function countingServer(answer: () => Response) {
+  const seen = new Map<string, number>();
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      await req.arrayBuffer();
+      const id = req.headers.get("webhook-id") ?? "";
+      seen.set(id, (seen.get(id) ?? 0) + 1);
+      return answer();
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
+}
+
+test("three ingress, two of every other service: a rolling restart under load loses and repeats nothing", async () => {
+  await using nats = await startNats();
+  const executor = countingServer(() => Response.json({ output: "ok" }));
+  const receiver = countingServer(() => new Response(null, { status: 204 }));
+  const yaml = faultYaml({
+    natsUrl: nats.url,
+    routes: `
+  - key: f.http
+    concurrency: 8
+    executor: { kind: http, url: "${executor.url}/task", secret: "${SECRET}" }
+`,
+  });
+  await using procs = await hubProcs(yaml, nats.url);
+  for (const name of REPLICAS) await procs.start(name);
+  const ingresses = REPLICAS.filter((r) => r.startsWith("ingress"));
+  let next = 0;
+  const base = () => procs.urlOf(ingresses[next++ % ingresses.length] as ProcName);
+  const load = new Load(base, (request_id, n) => ({
+    request_id,
+    route: n % 2 === 0 ? "f.http" : "f.echo",
+    input: request_id,
+    ...(n % 3 === 0 ? { callback_url: `${receiver.url}/cb` } : {}),
+  }));
+  load.start(12);
+  await waitFor("load before the restarts", () => load.accepted.size >= 300, { timeoutMs: 20_000 });
+  for (const name of REPLICAS) {
+    const before = load.accepted.size;
+    await procs.kill(name, "SIGTERM");
+    await procs.start(name);
+    await waitFor(`load after restarting ${name}`, () => load.accepted.size >= before + 60, {
+      timeoutMs: 30_000,
+    });
+  }
+  await load.stop();
+  expect(load.unexpected).toEqual([]);
+  await load.settle();
+
+  const jsm = await jetstreamManager(nats.nc);
+  const jobIds = load.jobIds();
+  await waitJobEvents(jsm, jobIds);
+  expect(await exactlyOnceProblems(jsm, jobIds)).toEqual([]);
+  // Each job reached the executor once (a graceful restart lets attempts finish) …
+  const httpJobs = [...load.accepted.entries()].filter(
+    ([rid]) => Number(rid.split("-").at(-1)) % 2 === 0,
+  );
+  const posted = httpJobs.map(([, id]) => executor.seen.get(id) ?? 0);
+  expect(posted.filter((n) => n !== 1)).toEqual([]);
+  // … and every callback was delivered once.
+  const cbJobs = [...load.accepted.entries()].filter(
+    ([rid]) => Number(rid.split("-").at(-1)) % 3 === 0,
+  );
+  await waitFor("every callback", () => cbJobs.every(([, id]) => receiver.seen.has(`msg_${id}`)), {
+    timeoutMs: 30_000,
+  });
+  expect(cbJobs.map(([, id]) => receiver.seen.get(`msg_${id}`)).filter((n) => n !== 1)).toEqual([]);
+
+  // Every view equals the fold of its job's events: what `audit verify` checks.
+  await waitFor(
+    "the projector to apply every event",
+    async () => {
+      const info = await jsm.consumers.info("SWITCHYARD_EVENTS", "projector");
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  await Bun.sleep(300); // the projector's linger
+  const verify = Bun.spawnSync([process.execPath, MAIN, "audit", "verify"], {
+    env: { ...process.env, SWITCHYARD_CONFIG: procs.configPath, NATS_URL: nats.url },
+  });
+  expect(verify.stderr.toString()).toBe("");
+  expect(verify.exitCode).toBe(0);
+  executor.stop();
+  receiver.stop();
+}, 240_000);
+
+test("a deadline that falls due while the executor that set it is dead still fires, once", async () => {
+  await using nats = await startNats();
+  const yaml = faultYaml({
+    natsUrl: nats.url,
+    routes: `
+  - key: f.nats
+    deadline: 3s
+    executor: { kind: nats }
+`,
+  });
+  await using procs = await hubProcs(yaml, nats.url);
+  for (const name of ["projector", "executor", "executor#2", "ingress"] as const)
+    await procs.start(name);
+  const load = new Load(procs.url, (request_id) => ({ request_id, route: "f.nats", input: "x" }));
+  for (let i = 0; i < 40; i++) await load.submit(`dl-${i}`);
+  expect(load.accepted.size).toBe(40);
+  const jsm = await jetstreamManager(nats.nc);
+  // Both executors hand jobs over and set their timers; one of them dies once every timer is set
+  // and before any is due. (A job whose hand-over a crash interrupts is handed over again after
+  // the admission's ack wait, with its timer then: tests/executor/executor-crash.test.ts.)
+  await waitFor("every timer to be set", async () => {
+    const info = await jsm.streams.info("SWITCHYARD_DEADLINES");
+    return info.state.messages === 40;
+  });
+  await procs.kill("executor");
+  const ends = await waitFor(
+    "every job to reach its deadline",
+    async () => {
+      const list = await Promise.all(
+        load.jobIds().map(async (id) => ({
+          run: await readLastEvent(jsm, FAULT_CLIENT.id, id, "run"),
+          last: await readLastEvent(jsm, FAULT_CLIENT.id, id, "job"),
+        })),
+      );
+      return list.every((e) => e.last?.event.type === "job.error") ? list : undefined;
+    },
+    { timeoutMs: 20_000, intervalMs: 250 },
+  );
+  for (const { run, last } of ends) {
+    expect(last?.event.data).toMatchObject({ code: "deadline_exceeded" });
+    const late =
+      Date.parse(last?.event.occurred_at ?? "") - Date.parse(run?.event.occurred_at ?? "") - 3_000;
+    expect(late).toBeGreaterThanOrEqual(0);
+    expect(late).toBeLessThan(1_500);
+  }
+  // Once: the `.job` subject holds job.dispatched and one job.error per job.
+  expect(await exactlyOnceProblems(jsm, load.jobIds(), 2)).toEqual([]);
+}, 120_000);
