@@ -13,7 +13,7 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";
-import { NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
+import { NO_TRACING, type TraceSpan, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
 import { webhookHeaders } from "../../shared/webhooks/index.ts";
 import type { LaneItem } from "./lanes.ts";
@@ -56,6 +56,16 @@ export interface AttemptRunnerDeps {
   readonly metrics?: Pick<HubMetrics, "callbackAttempts" | "callbackLatency">;
   /** A `callback` span per attempt (docs/operations.md, "Traces"). */
   readonly tracing?: Tracing;
+}
+
+/** One attempt's span, continuing the job's trace (docs/operations.md, "Traces"). */
+function attemptSpan(tracing: Tracing, d: Delivery): TraceSpan {
+  const { job_id, client_id, route } = d.job;
+  return tracing.start("callback", {
+    parent: d.traceparent,
+    kind: "client",
+    attributes: { job_id, client_id, route, attempt: d.attempt },
+  });
 }
 
 /** Run accepted → callback settled, per route; an operator's redelivery is not the run's latency. */
@@ -120,16 +130,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     // Submit refuses callback_url without a secret; the secrets were removed since. Never unsigned.
     if (secrets.length === 0) return refuse(d);
     const body = buildCallbackBody(d.job);
-    const span = (deps.tracing ?? NO_TRACING).start("callback", {
-      parent: d.traceparent,
-      kind: "client",
-      attributes: {
-        job_id: d.job.job_id,
-        client_id: d.job.client_id,
-        route: d.job.route,
-        attempt: d.attempt,
-      },
-    });
+    const span = attemptSpan(deps.tracing ?? NO_TRACING, d);
     const traceparent = span.traceparent ?? d.traceparent;
     const headers: Record<string, string> = {
       ...webhookHeaders({

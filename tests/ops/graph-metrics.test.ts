@@ -75,7 +75,13 @@ describe("metrics worth graphing", () => {
           status: "rejected",
           code: "route_disabled",
         });
-        return callbacks === 1 && rejected === 1 && families;
+        // The projector counts g.echo once its view settles (after callback.delivered).
+        const done = sampleValue(families, "switchyard_jobs_completed_total", {
+          route: "g.echo",
+          status: "done",
+          code: "",
+        });
+        return callbacks === 1 && rejected === 1 && done === 1 && families;
       });
       expect(
         sampleValue(families, "switchyard_jobs_completed_total", {
