@@ -95,9 +95,13 @@ export function createProjector(deps: ProjectorDeps): Projector {
     applied = Math.max(applied, msg.seq);
   };
 
-  /** Adds a round's messages to the held jobs (starting a job's entry on its first message). */
-  const take = (batch: JsMsg[]) => {
+  /**
+   * Adds a round's messages to the held jobs (starting a job's entry on its first message) and
+   * returns the jobs it touched.
+   */
+  const take = (batch: JsMsg[]): Set<Held> => {
     const now = Date.now();
+    const touched = new Set<Held>();
     for (const msg of batch) {
       floor.delivered(msg);
       let event: JobEvent;
@@ -128,26 +132,40 @@ export function createProjector(deps: ProjectorDeps): Projector {
       }
       entry.events.push({ msg, event });
       if (msg.redelivered) entry.heal = true;
+      touched.add(entry);
     }
+    return touched;
   };
 
-  /** Jobs whose view is written this round: settled, lingered long enough, or stopping. */
-  const due = (now: number): Held[] => {
-    const list: Held[] = [];
-    for (const entry of held.values()) {
-      const settledView = entry.folded?.state != null && isSettledView(entry.folded.state);
-      if (!running || entry.heal || settledView || now - entry.since >= lingerMs) list.push(entry);
+  /** The held job whose linger runs out first (held keeps insertion order, and so `since`'s). */
+  const oldest = (): Held | undefined => held.values().next().value;
+
+  /**
+   * Jobs whose view is written this round: touched ones that settled (or must heal), those whose
+   * linger ran out (a prefix of `held`, oldest first), or all of them when stopping. Neither
+   * step walks every held job.
+   */
+  const due = (now: number, touched: Set<Held>): Held[] => {
+    if (!running) return [...held.values()];
+    const list = new Set<Held>();
+    for (const entry of touched) {
+      const state = entry.folded?.state;
+      if (entry.heal || (state != null && isSettledView(state))) list.add(entry);
     }
-    return list;
+    for (const entry of held.values()) {
+      if (now - entry.since < lingerMs) break;
+      list.add(entry);
+    }
+    return [...list];
   };
 
   const round = async () => {
     const batch = queue.slice(0, maxBatch);
     queue = queue.slice(batch.length);
     space?.();
-    take(batch);
+    const touched = take(batch);
     // Fold every touched job (loading its view once); then write the due ones.
-    await Promise.all([...held.values()].map((entry) => foldHeld(entry, heldDeps)));
+    await Promise.all([...touched].map((entry) => foldHeld(entry, heldDeps)));
     // Fenced: a holder that lost its lease writes nothing more (the new holder refolds from the
     // ack floor); the lease's own step stands it down.
     if (deps.lease !== undefined && !deps.lease.holding()) {
@@ -156,7 +174,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       running = false;
       return;
     }
-    const writes = due(Date.now());
+    const writes = due(Date.now(), touched);
     const results = await Promise.all(
       writes.map((entry) =>
         tracedWrite(tracing, entry, () => writeHeld(entry, heldDeps)).then(
@@ -191,9 +209,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
 
   /** Waits for new messages, or for the oldest held job's linger to run out. */
   const idle = async () => {
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const entry of held.values()) oldest = Math.min(oldest, entry.since);
-    const waitMs = held.size === 0 ? undefined : Math.max(0, oldest + lingerMs - Date.now());
+    const first = oldest();
+    const waitMs =
+      first === undefined ? undefined : Math.max(0, first.since + lingerMs - Date.now());
     await new Promise<void>((resolve) => {
       wake = resolve;
       if (waitMs !== undefined) setTimeout(resolve, waitMs);
@@ -203,7 +221,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
 
   const loop = async () => {
     while (running || queue.length > 0 || held.size > 0) {
-      if (queue.length === 0 && running && due(Date.now()).length === 0) {
+      const first = oldest();
+      const nothingDue = first === undefined || Date.now() - first.since < lingerMs;
+      if (queue.length === 0 && running && nothingDue) {
         await idle();
         continue;
       }
