@@ -12,7 +12,7 @@ import { startConsumerStats } from "../../services/runtime/consumer-stats.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub } from "../helpers/hub.ts";
-import { parseMetrics } from "../helpers/prom.ts";
+import { scrapeHub } from "../helpers/prom.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { ALERT_SCENARIOS, alertTestFile } from "./alert-scenarios.ts";
 import { REPO, render, validateObject } from "./k8s.ts";
@@ -197,9 +197,7 @@ routes:
       await waitFor(
         "the callback recorded",
         async () =>
-          (await (await hub.request("/metrics")).text()).includes(
-            "switchyard_callback_completion_seconds_count",
-          ),
+          (await scrapeHub(hub)).text.includes("switchyard_callback_completion_seconds_count"),
         { timeoutMs: 15_000 },
       );
       const stats = startConsumerStats({
@@ -210,9 +208,7 @@ routes:
       });
       await stats.poll();
       await stats.stop();
-      const scrape = await hub.request("/metrics");
-      expect(scrape.status).toBe(200);
-      checkNamesAndLabels(parseMetrics(await scrape.text()));
+      checkNamesAndLabels((await scrapeHub(hub)).families);
     } finally {
       executor.stop(true);
       receiver.stop(true);
@@ -223,7 +219,7 @@ routes:
 /** Families the test hub cannot give samples (no stream here has a max_msgs). */
 const NO_SAMPLES_HERE = new Set(["switchyard_stream_limit_messages"]);
 
-function checkNamesAndLabels(families: ReturnType<typeof parseMetrics>): void {
+function checkNamesAndLabels(families: Awaited<ReturnType<typeof scrapeHub>>["families"]): void {
   const labelsOf = (selector: Selector): readonly string[] => {
     const { metric } = selector;
     if (metric === "up") return ["app_kubernetes_io_part_of", ...TARGET_LABELS];

@@ -62,11 +62,20 @@ export function sampleValue(
   return sample?.value;
 }
 
+/**
+ * Where a test hub serves /metrics: its admin server when the hub has one for every process, else
+ * the ingress's port (the two layouts of the code's history).
+ */
+export function metricsUrl(hub: TestHub): string {
+  const admin = (hub.running as { readonly admin?: { readonly url: string } }).admin;
+  return `${admin?.url ?? hub.baseUrl}/metrics`;
+}
+
 /** GET /metrics of a test hub, parsed. */
 export async function scrapeHub(
   hub: TestHub,
 ): Promise<{ text: string; families: Map<string, Family> }> {
-  const res = await fetch(`${hub.baseUrl}/metrics`);
+  const res = await fetch(metricsUrl(hub));
   if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
   const text = await res.text();
   return { text, families: parseMetrics(text) };
