@@ -134,6 +134,7 @@ describe("deploy/: Grafana dashboard and Prometheus alert rules", () => {
     const ids = dashboard.panels.map((p) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const panel of queryPanels) {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable syntax.
       expect(panel.datasource?.uid).toBe("${datasource}");
       expect(panel.targets?.length).toBeGreaterThan(0);
       expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
