@@ -13,6 +13,7 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";
+import { NO_TRACING, type TraceSpan, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
 import { webhookHeaders } from "../../shared/webhooks/index.ts";
 import type { LaneItem } from "./lanes.ts";
@@ -52,7 +53,31 @@ export interface AttemptRunnerDeps {
   readonly random: () => number;
   readonly connections: ConnectionPool;
   readonly resolver?: Resolver;
-  readonly metrics?: Pick<HubMetrics, "callbackAttempts">;
+  readonly metrics?: Pick<HubMetrics, "callbackAttempts" | "callbackLatency">;
+  /** A `callback` span per attempt (docs/operations.md, "Traces"). */
+  readonly tracing?: Tracing;
+}
+
+/** One attempt's span, continuing the job's trace (docs/operations.md, "Traces"). */
+function attemptSpan(tracing: Tracing, d: Delivery): TraceSpan {
+  const { job_id, client_id, route } = d.job;
+  return tracing.start("callback", {
+    parent: d.traceparent,
+    kind: "client",
+    attributes: { job_id, client_id, route, attempt: d.attempt },
+  });
+}
+
+/** Run accepted → callback settled, per route; an operator's redelivery is not the run's latency. */
+function observeSettled(
+  deps: Pick<AttemptRunnerDeps, "metrics">,
+  d: Delivery,
+  outcome: "delivered" | "failed",
+  nowMs: number,
+): void {
+  if (d.trigger.kind !== "original" || !deps.metrics) return;
+  const seconds = (nowMs - Date.parse(d.job.created_at)) / 1000;
+  if (seconds >= 0) deps.metrics.callbackLatency.observe({ route: d.job.route, outcome }, seconds);
 }
 
 /**
@@ -105,6 +130,8 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     // Submit refuses callback_url without a secret; the secrets were removed since. Never unsigned.
     if (secrets.length === 0) return refuse(d);
     const body = buildCallbackBody(d.job);
+    const span = attemptSpan(deps.tracing ?? NO_TRACING, d);
+    const traceparent = span.traceparent ?? d.traceparent;
     const headers: Record<string, string> = {
       ...webhookHeaders({
         id: webhookIdFor(d.job.job_id),
@@ -112,7 +139,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
         body,
         secrets,
       }),
-      ...(d.traceparent ? { traceparent: d.traceparent } : {}),
+      ...(traceparent ? { traceparent } : {}),
     };
     // Keep the message ours while the receiver is slow (ack_wait already exceeds the budget).
     const keepAlive = setInterval(() => d.msg.working(), Math.max(1_000, ackWaitMs(settings) / 3));
@@ -125,7 +152,12 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
       clock: nowMs,
       connections: deps.connections,
-    }).finally(() => clearInterval(keepAlive));
+    })
+      .catch((err: unknown) => {
+        span.end(err);
+        throw err;
+      })
+      .finally(() => clearInterval(keepAlive));
     const base = d.trigger.kind === "redelivery" ? d.trigger.baseAttempts : 0;
     const outcome = afterAttempt(result, d.attempt - base - 1, {
       scheduleMs: scheduleFor(settings, d.job.client_id),
@@ -133,6 +165,8 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
       maxRetryAfterMs: settings.maxRetryAfterMs,
       random: deps.random,
     });
+    span.set({ outcome: outcome.kind, "http.response.status_code": result.status });
+    span.end(result.ok ? undefined : (result.errorClass ?? "failed"));
     const now = nowMs();
     const record = recordAttempt({
       attempt: d.attempt,
@@ -145,6 +179,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     deps.metrics?.callbackAttempts.inc({
       outcome: outcome.kind === "failed" && outcome.reason === "gone" ? "gone" : outcome.kind,
     });
+    if (seq !== undefined && outcome.kind !== "retry") observeSettled(deps, d, outcome.kind, now);
     if (seq === undefined || deps.logger.isLevelEnabled("info") || outcome.kind === "failed") {
       const fields = {
         attempt: d.attempt,

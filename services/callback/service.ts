@@ -44,6 +44,7 @@ import {
   ensureScheduleStreams,
   publishCallbackWakeup,
 } from "../../shared/schedule/index.ts";
+import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createAttemptRunner, type Delivery, type DeliveryEnd } from "./delivery.ts";
 import { createLanes, destinationOf } from "./lanes.ts";
 import { completedJobOf } from "./payload.ts";
@@ -70,7 +71,9 @@ export interface CallbackServiceDeps {
   readonly resolver?: Resolver;
   /** Uniform [0, 1) for jitter. */
   readonly random?: () => number;
-  readonly metrics?: Pick<HubMetrics, "callbackAttempts">;
+  readonly metrics?: Pick<HubMetrics, "callbackAttempts" | "callbackLatency">;
+  /** A `callback` span per attempt, continuing the job's trace. */
+  readonly tracing?: Tracing;
   /** Keep-alive connections per checked destination; default: a pool owned by the service. */
   readonly connections?: ConnectionPool;
 }
@@ -220,6 +223,8 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     readonly trigger: DeliveryTrigger;
     readonly deferrals: number;
     readonly fromLog: boolean;
+    /** The final event's trace context (a queue entry carries none of its own). */
+    readonly traceparent?: string | undefined;
   }): Promise<Delivery | undefined> => {
     const { msg, event } = input;
     const run = await summaryOf(event);
@@ -227,7 +232,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       msg.ack();
       return undefined;
     }
-    const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
+    const traceparent = input.traceparent || msg.headers?.get(TRACEPARENT_HEADER) || undefined;
     const base = {
       job: completedJobOf(event, run),
       url: run.callback_url,
@@ -284,6 +289,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       trigger: entry.trigger,
       deferrals: entry.deferrals,
       fromLog: true,
+      traceparent: stored?.header.get(TRACEPARENT_HEADER),
     });
     if (delivery) lanes.submit(delivery);
   };

@@ -25,6 +25,7 @@ import {
   NatsServerNotFoundError,
   startNatsServer,
 } from "../../shared/nats/index.ts";
+import { createTracing } from "../../shared/telemetry/index.ts";
 import { rebuildProjection } from "../projector/index.ts";
 import {
   demoConfig,
@@ -113,6 +114,12 @@ async function up(): Promise<void> {
   let config = await loadConfig(false);
   let nats: ManagedNatsServer | undefined;
   const bootLogger = createLogger({ level: logLevel(config), service: "switchyard" });
+  // OTEL_* (docs/operations.md, "Traces"): checked before anything starts.
+  const tracing = await createTracing({
+    env,
+    defaultServiceName: "switchyard",
+    logger: bootLogger,
+  });
   let natsUrl = env.NATS_URL ?? (config ? config.nats.url : undefined);
   if (!env.NATS_URL) {
     nats = await startNatsServer({ storeDir: resolve(".data/nats"), env });
@@ -139,9 +146,11 @@ async function up(): Promise<void> {
       logger,
       clock: systemClock,
       ids: randomIds,
+      tracing,
     });
   } catch (err) {
     await nats?.stop();
+    await tracing.shutdown();
     throw err;
   }
   const base = running.ingress?.url ?? "";
@@ -168,6 +177,7 @@ async function up(): Promise<void> {
   }
   onShutdown(logger, async () => {
     await running.stop();
+    await tracing.shutdown();
     await nats?.stop();
   });
 }
@@ -178,13 +188,18 @@ async function serve(name: string | undefined): Promise<void> {
   }
   const config = (await loadConfig(true)) as Config;
   const logger = createLogger({ level: logLevel(config), service: name as string });
+  const tracing = await createTracing({ env, defaultServiceName: `switchyard-${name}`, logger });
   const running = await startServices([name as ServiceName], {
     config,
     logger,
     clock: systemClock,
     ids: randomIds,
+    tracing,
   });
-  onShutdown(logger, running.stop);
+  onShutdown(logger, async () => {
+    await running.stop();
+    await tracing.shutdown();
+  });
 }
 
 function tokenNew(client: string | undefined): void {

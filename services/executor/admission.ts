@@ -11,6 +11,7 @@ import type { Clock } from "../../shared/clock/index.ts";
 import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
 import { decideAdmission, isFinal, type RunRequested } from "../../shared/domain/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
 import {
   type PullLoop,
@@ -33,6 +34,8 @@ export interface AdmissionDeps {
   readonly slots: Slots;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** A `dispatch` span per run (docs/operations.md, "Traces"). */
+  readonly tracing?: Tracing;
 }
 
 export interface Admission {
@@ -56,10 +59,11 @@ const KEEP_ALIVE_MS = 3_000;
  */
 export function createAdmission(deps: AdmissionDeps): Admission {
   const { logger } = deps;
+  const tracing = deps.tracing ?? NO_TRACING;
   const running = new TaskSet();
   let loop: PullLoop | undefined;
 
-  const admit = async (msg: JsMsg, run: RunRequested): Promise<void> => {
+  const admit = async (msg: JsMsg, run: RunRequested, dispatchSpan?: string): Promise<void> => {
     const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
     const current = msg.info.redelivered ? await readStatus(deps.jsm, run) : QUEUED;
     if (isFinal(current.status)) return msg.ack();
@@ -101,6 +105,7 @@ export function createAdmission(deps: AdmissionDeps): Admission {
         msg.working();
       },
       log,
+      dispatchSpan,
     });
     msg.ack();
   };
@@ -115,7 +120,12 @@ export function createAdmission(deps: AdmissionDeps): Admission {
       return msg.term(err.message);
     }
     if (event.type !== "run.requested") return msg.term("not a run.requested event");
-    await admit(msg, event);
+    const span = tracing.start("dispatch", {
+      parent: tracing.enabled ? msg.headers?.get(TRACEPARENT_HEADER) : undefined,
+      kind: "consumer",
+      attributes: { job_id: event.job_id, client_id: event.client_id, route: event.data.route },
+    });
+    await endWhenSettled(span, admit(msg, event, span.traceparent));
   };
 
   return {

@@ -19,6 +19,12 @@ import {
 import { TaskSet } from "../../shared/worker/index.ts";
 import type { JobContext, JobWriter } from "./job-writer.ts";
 
+/** The job's trace context, carried by its timer. */
+function traceOf(msg: JsMsg): { traceparent?: string } {
+  const traceparent = msg.headers?.get("traceparent");
+  return traceparent ? { traceparent } : {};
+}
+
 /** How often a replica looks for deadline lengths another replica started. */
 const DISCOVERY_MS = 30_000;
 /** A timer this close to its due time fires rather than waiting again. */
@@ -76,6 +82,7 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
       route: timer.route,
       createdAt: timer.created_at,
       ...(timer.run ? { summary: timer.run } : {}),
+      ...traceOf(msg),
     };
     const result = await deps.writer.write(
       job,
@@ -151,7 +158,7 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
         expected_seq: expectedSeq,
         ...(job.summary ? { run: job.summary } : {}),
       };
-      await publishDeadlineTimer(deps.js, timer, deadlineMs);
+      await publishDeadlineTimer(deps.js, timer, { deadlineMs, traceparent: job.traceparent });
     },
     async start() {
       await discover();

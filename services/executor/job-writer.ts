@@ -20,7 +20,7 @@ import { recordTransition } from "./observe.ts";
 export interface JobContext {
   readonly ref: JobRef;
   readonly route: string;
-  /** The run.requested time, for the completion latency. */
+  /** The run.requested time (deadline timers carry it on). */
   readonly createdAt: string;
   /** Carried by the final event so the callback service reads nothing; absent for 0.1 tasks. */
   readonly summary?: RunSummary;
@@ -84,7 +84,7 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
         ...(job.traceparent ? { traceparent: job.traceparent } : {}),
       });
       if (result.kind === "appended") {
-        recordTransition(deps.metrics, job.route, result.event, { created_at: job.createdAt });
+        recordTransition(deps.metrics, job.route, result.event);
       }
       return result;
     },

@@ -11,6 +11,7 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { ensureScheduleStreams } from "../../shared/schedule/index.ts";
+import type { Tracing } from "../../shared/telemetry/index.ts";
 import { openToolSetStore } from "../../shared/tools/index.ts";
 import { ensureTaskStream } from "../../shared/worker/index.ts";
 import { createAdmission } from "./admission.ts";
@@ -18,6 +19,7 @@ import { createCancelSignals, startCancelListener } from "./cancels.ts";
 import { createDeadlineTimers } from "./deadlines.ts";
 import { createJobWriter } from "./job-writer.ts";
 import { EXECUTOR_KINDS, type KindRuntime } from "./kinds/index.ts";
+import { withRunSpans } from "./kinds/traced.ts";
 import { createSlots } from "./slots.ts";
 import { createTaskBuilder, type ToolSetReader } from "./task.ts";
 
@@ -33,6 +35,8 @@ export interface ExecutorServiceDeps {
   /** Jobs this process runs at once over all routes (builtins and HTTP POSTs together). */
   readonly concurrency: number;
   readonly metrics?: HubMetrics;
+  /** Spans for dispatch and each executor attempt (docs/operations.md, "Traces"). */
+  readonly tracing?: Tracing;
 }
 
 export interface ExecutorService {
@@ -102,8 +106,9 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
       replicas: config.nats.replicas,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       cancels,
+      ...(deps.tracing ? { tracing: deps.tracing } : {}),
     });
-    kinds.set(kind, runtime);
+    kinds.set(kind, withRunSpans(EXECUTOR_KINDS[kind], runtime, deps.tracing));
   }
   const admission = createAdmission({
     js: deps.js,
@@ -114,6 +119,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     slots,
     logger,
     clock: deps.clock,
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });
   await deadlines.start();
   const cancelListener = await startCancelListener({

@@ -23,6 +23,7 @@ import type { JobReader } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { EgressPolicy } from "../../shared/net/index.ts";
+import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf, traceparentFrom } from "../../shared/trace/index.ts";
 import type { Authenticator } from "./auth.ts";
 import { type AuthFailureLimiter, clientAddress, type SocketAddress } from "./auth-limit.ts";
@@ -81,6 +82,8 @@ export interface IngressDeps {
     readonly paths: readonly string[];
     handle(request: Request): Promise<Response>;
   };
+  /** The accept span of POST /run, whose context every event of the job carries. */
+  readonly tracing?: Tracing;
 }
 
 const NO_STORE = { "cache-control": "no-store" };
@@ -99,6 +102,7 @@ function json(body: unknown, status: number, headers: Record<string, string> = {
  */
 export function createIngressApp(deps: IngressDeps) {
   const { logger } = deps;
+  const tracing = deps.tracing ?? NO_TRACING;
 
   const authenticate = async (
     request: Request,
@@ -216,8 +220,22 @@ export function createIngressApp(deps: IngressDeps) {
           checkCallbackAtSubmit(client, body.callback_url, deps.callbackPolicy ?? {});
         }
         requireNats();
-        const traceparent = traceparentFrom(request.headers.get("traceparent"));
-        const outcome = await deps.submitter.submit(client, body, traceparent);
+        const incoming = request.headers.get("traceparent");
+        const span = tracing.start("POST /run", {
+          parent: incoming ?? undefined,
+          kind: "server",
+          attributes: { client_id: client.id, route: body.route, "http.route": "/run" },
+        });
+        // Tracing on: the job's trace context is the accept span's; off: the caller's, or a new one.
+        const traceparent = span.traceparent ?? traceparentFrom(incoming);
+        const outcome = await endWhenSettled(
+          span,
+          deps.submitter.submit(client, body, traceparent),
+          (result) => ({
+            job_id: result.job.job_id,
+            outcome: result.created ? "accepted" : "replayed",
+          }),
+        );
         const fields = {
           client_id: client.id,
           request_id: body.request_id,

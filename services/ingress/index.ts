@@ -8,6 +8,7 @@ import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts"
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
+import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createOperatorSurface } from "../admin-api/index.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
@@ -36,6 +37,7 @@ export interface IngressDeps {
     readonly paths: readonly string[];
     handle(request: Request): Promise<Response>;
   };
+  readonly tracing?: Tracing;
 }
 
 export interface RunningIngress {
@@ -114,6 +116,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     openapi: buildOpenApiDocument(),
     callbackPolicy: callbackEgressPolicy(config.callbacks),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
     executorReports: createExecutorReportHandler({
       js: hub.js,
       jsm: hub.jsm,

@@ -131,7 +131,7 @@ async function carryDeadlines(deps: MigrationDeps) {
         due_at: new Date(Date.parse(run.occurred_at) + deadlineMs).toISOString(),
         expected_seq: current.seq,
       },
-      deadlineMs,
+      { deadlineMs },
     );
     timers++;
   }

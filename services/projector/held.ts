@@ -6,6 +6,7 @@ import {
   transition,
 } from "../../shared/domain/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import { completedBy, observeCompletion, type ProjectorMetrics } from "./observe.ts";
 import type { StoredView, ViewStore } from "./view-store.ts";
 
 /** The fold of a held job's events onto its stored view. */
@@ -18,6 +19,8 @@ interface Folded {
   changed: boolean;
   /** How many of the entry's events are folded into `state`. */
   count: number;
+  /** The view as it became final in this fold, counted once it is written. */
+  completed: JobView | undefined;
 }
 
 /** A job whose events were taken and whose view is not written yet. */
@@ -39,6 +42,7 @@ export interface Held {
 export interface HeldDeps {
   readonly store: ViewStore;
   readonly logger: Logger;
+  readonly metrics?: ProjectorMetrics;
 }
 
 /** True when two views hold the same values (their JSON, as stored, is equal). */
@@ -59,7 +63,14 @@ export async function foldHeld(entry: Held, deps: HeldDeps): Promise<void> {
       !first.msg.redelivered &&
       !deps.store.cached(entry.key);
     const start = guess ? { view: null, revision: 0 } : await deps.store.load(entry.key);
-    entry.folded = { start, guessed: guess, state: start.view, changed: false, count: 0 };
+    entry.folded = {
+      start,
+      guessed: guess,
+      state: start.view,
+      changed: false,
+      count: 0,
+      completed: undefined,
+    };
   }
   const folded = entry.folded;
   for (; folded.count < entry.events.length; folded.count++) {
@@ -79,6 +90,7 @@ export async function foldHeld(entry: Held, deps: HeldDeps): Promise<void> {
       );
     }
     if (result.state !== null) {
+      folded.completed ??= completedBy(folded.state, result.state);
       folded.state = { ...result.state, seq: msg.seq };
       folded.changed = true;
     }
@@ -115,6 +127,7 @@ export async function writeHeld(entry: Held, deps: HeldDeps): Promise<boolean> {
   if (folded === undefined || !folded.changed || folded.state === null) return true;
   try {
     await deps.store.write(entry.key, folded.start.revision, folded.state);
+    if (folded.completed) observeCompletion(deps.metrics, folded.completed);
     return true;
   } catch (err) {
     entry.folded = undefined;

@@ -17,8 +17,10 @@ import type { JobEvent } from "../../shared/domain/index.ts";
 import { isSettledView } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import { NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { AckFloor } from "./ack-floor.ts";
 import { foldHeld, type Held, writeHeld } from "./held.ts";
+import { type ProjectorMetrics, tracedWrite } from "./observe.ts";
 import { createViewStore } from "./view-store.ts";
 
 export interface ProjectorDeps {
@@ -40,6 +42,10 @@ export interface ProjectorDeps {
    * this process folds unconditionally (a rebuild, a single-process hub).
    */
   readonly lease?: Lease;
+  /** Jobs completed and their latency, counted as their views are written. */
+  readonly metrics?: ProjectorMetrics;
+  /** A `project` span per view write (docs/operations.md, "Traces"). */
+  readonly tracing?: Tracing;
 }
 
 export interface Projector {
@@ -69,6 +75,8 @@ export function createProjector(deps: ProjectorDeps): Projector {
   const maxBatch = deps.maxBatch ?? 250;
   const lingerMs = deps.lingerMs ?? 100;
   const store = createViewStore({ kv: deps.kv, jsm: deps.jsm });
+  const heldDeps = { store, logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) };
+  const tracing = deps.tracing ?? NO_TRACING;
   const floor = new AckFloor();
   const held = new Map<string, Held>();
   let messages: ConsumerMessages | undefined;
@@ -157,7 +165,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
     space?.();
     const touched = take(batch);
     // Fold every touched job (loading its view once); then write the due ones.
-    await Promise.all([...touched].map((entry) => foldHeld(entry, { store, logger })));
+    await Promise.all([...touched].map((entry) => foldHeld(entry, heldDeps)));
     // Fenced: a holder that lost its lease writes nothing more (the new holder refolds from the
     // ack floor); the lease's own step stands it down.
     if (deps.lease !== undefined && !deps.lease.holding()) {
@@ -169,7 +177,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
     const writes = due(Date.now(), touched);
     const results = await Promise.all(
       writes.map((entry) =>
-        writeHeld(entry, { store, logger }).then(
+        tracedWrite(tracing, entry, () => writeHeld(entry, heldDeps)).then(
           (ok) => ({ entry, ok }),
           (err: unknown) => {
             store.forget(entry.key);

@@ -1,12 +1,27 @@
-import type { JetStreamManager } from "@nats-io/jetstream";
+import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { CALLBACK_QUEUE_STREAM, DEADLINE_STREAM } from "../../shared/schedule/index.ts";
+import { TASK_STREAM } from "../../shared/worker/index.ts";
 import { INDEX_CONSUMER } from "../indexer/index.ts";
 
+/** The streams whose durable consumers hold work: the events and the three work queues. */
+export const WORK_STREAMS = [
+  TOPOLOGY.eventsStream,
+  TASK_STREAM,
+  DEADLINE_STREAM,
+  CALLBACK_QUEUE_STREAM,
+] as const;
+
+/** Streams the hub owns: its own and its KV buckets' and object stores'. */
+const HUB_STREAM = /^(SWITCHYARD_|KV_sy_|OBJ_sy_)/;
+
 /**
- * Polls the events stream's durable consumers into gauges: pending, ack pending, redelivered, and
- * the projector's and the search index's lag (events not yet applied).
+ * Polls JetStream into gauges: every durable consumer of the work streams (pending, ack pending,
+ * redelivered), the size and limits of every hub stream, the projector's lag in events and in
+ * seconds (the age of the first event it has not acknowledged), and the search index's lag in
+ * events. One stream list and one consumer list per work stream per poll.
  */
 export function startConsumerStats(deps: {
   jsm: JetStreamManager;
@@ -14,20 +29,58 @@ export function startConsumerStats(deps: {
   logger: Logger;
   intervalMs: number;
 }): { stop(): Promise<void>; poll(): Promise<void> } {
+  const { metrics } = deps;
+
+  const streams = async () => {
+    for await (const s of deps.jsm.streams.list()) {
+      const stream = s.config.name;
+      if (!HUB_STREAM.test(stream)) continue;
+      metrics.streamMessages.set({ stream }, s.state.messages);
+      metrics.streamBytes.set({ stream }, s.state.bytes);
+      if (s.config.max_msgs > 0) metrics.streamLimitMessages.set({ stream }, s.config.max_msgs);
+      if (s.config.max_bytes > 0) metrics.streamLimitBytes.set({ stream }, s.config.max_bytes);
+    }
+  };
+
+  const projectorLag = async (c: ConsumerInfo) => {
+    const behind = c.num_pending + c.num_ack_pending;
+    metrics.projectorLag.set(behind);
+    if (behind === 0) return metrics.projectorLagSeconds.set(0);
+    const first = await deps.jsm.streams
+      .getMessage(TOPOLOGY.eventsStream, { seq: c.ack_floor.stream_seq + 1 })
+      .catch(() => null);
+    if (first)
+      metrics.projectorLagSeconds.set(Math.max(0, Date.now() - first.time.getTime()) / 1000);
+  };
+
+  const consumers = async (stream: string) => {
+    for await (const c of deps.jsm.consumers.list(stream)) {
+      // Ephemeral consumers (KV watches, ordered readers) come and go; only durables hold work.
+      if (!c.config.durable_name) continue;
+      const labels = { stream, consumer: c.name };
+      metrics.consumerPending.set(labels, c.num_pending);
+      metrics.consumerAckPending.set(labels, c.num_ack_pending);
+      metrics.consumerRedelivered.set(labels, c.num_redelivered);
+      if (stream === TOPOLOGY.eventsStream && c.name === TOPOLOGY.consumers.projector) {
+        await projectorLag(c);
+      }
+      if (stream === TOPOLOGY.eventsStream && c.name === INDEX_CONSUMER) {
+        metrics.indexLag.set(c.num_pending + c.num_ack_pending);
+      }
+    }
+  };
+
   const poll = async () => {
     try {
-      for await (const c of deps.jsm.consumers.list(TOPOLOGY.eventsStream)) {
-        const labels = { consumer: c.name };
-        deps.metrics.consumerPending.set(labels, c.num_pending);
-        deps.metrics.consumerAckPending.set(labels, c.num_ack_pending);
-        deps.metrics.consumerRedelivered.set(labels, c.num_redelivered);
-        if (c.name === TOPOLOGY.consumers.projector) {
-          deps.metrics.projectorLag.set(c.num_pending + c.num_ack_pending);
-        }
-        if (c.name === INDEX_CONSUMER) deps.metrics.indexLag.set(c.num_pending + c.num_ack_pending);
+      await streams();
+      for (const stream of WORK_STREAMS) {
+        // A work queue appears with the first service that needs it.
+        await consumers(stream).catch((err: unknown) =>
+          deps.logger.debug({ stream, err: (err as Error).message }, "consumer stats unavailable"),
+        );
       }
     } catch (err) {
-      deps.logger.debug({ err: (err as Error).message }, "consumer stats unavailable");
+      deps.logger.debug({ err: (err as Error).message }, "stream stats unavailable");
     }
   };
   // Once at start, so the gauges exist before the first interval has passed.

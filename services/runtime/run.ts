@@ -7,6 +7,7 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
+import type { Tracing } from "../../shared/telemetry/index.ts";
 import { callbackSettings, createCallbackService } from "../callback/index.ts";
 import { startExecutorService } from "../executor/index.ts";
 import { type RunningIngress, startIngress } from "../ingress/index.ts";
@@ -26,6 +27,8 @@ export interface RunDeps {
   readonly ids: IdGenerator;
   /** Defaults to a fresh registry; /metrics exposes it. */
   readonly metrics?: HubMetrics;
+  /** Spans of every service (shared/telemetry); the caller owns it and shuts it down. */
+  readonly tracing?: Tracing;
 }
 
 export interface RunningHub {
@@ -56,6 +59,8 @@ export async function startServices(
     throw new StoreOutdatedError(hub.storeVersion);
   }
   const metrics = deps.metrics ?? createMetrics();
+  for (const service of services) metrics.serviceInfo.set({ service }, 1);
+  const tracing = deps.tracing ? { tracing: deps.tracing } : {};
   const stoppables: Stoppable[] = [];
   let ingress: RunningIngress | undefined;
   let draining = false;
@@ -94,6 +99,7 @@ export async function startServices(
       ids: deps.ids,
       concurrency: 64,
       metrics,
+      ...tracing,
     });
     stoppables.push({ name: "executor", stop: executor.stop });
   }
@@ -112,6 +118,8 @@ export async function startServices(
         holder: `${hostname()}/${process.pid}`,
         logger: projectorLogger,
       }),
+      metrics,
+      ...tracing,
     });
     await projector.start();
     stoppables.push({ name: "projector", stop: projector.stop });
@@ -131,6 +139,7 @@ export async function startServices(
       clock: deps.clock,
       ids: deps.ids,
       metrics,
+      ...tracing,
     });
     await callback.start();
     stoppables.push({ name: "callback", stop: callback.stop });
@@ -150,6 +159,8 @@ export async function startServices(
           .catch((err: unknown) => logger.error({ service: s.name, err }, "stop failed"));
       }
       await hub.drain();
+      // The spans of the work just finished, before the caller exits.
+      await deps.tracing?.flush().catch(() => {});
     },
   };
 }

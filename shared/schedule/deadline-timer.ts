@@ -3,6 +3,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ensureDurable } from "../bus/consumers.ts";
 import { RunSummary } from "../domain/index.ts";
+import { traceHeaders } from "../trace/index.ts";
 import { DEADLINE_STREAM, deadlineConsumerName, deadlineSubject } from "./streams.ts";
 
 /** Timers looked at (or parked) at once per deadline length: the in-order window. */
@@ -59,14 +60,16 @@ export function decodeDeadlineTimer(bytes: Uint8Array): DeadlineTimer | undefine
 
 /**
  * Stores a deadline timer on the subject of its deadline length (`deadlineMs`). One timer per
- * hand-over: a republish after a crash is dropped by the duplicate window.
+ * hand-over: a republish after a crash is dropped by the duplicate window. The job's trace
+ * context rides in a `traceparent` header, so the expiry's event continues the job's trace.
  */
 export async function publishDeadlineTimer(
   js: JetStreamClient,
   timer: DeadlineTimer,
-  deadlineMs: number,
+  options: { readonly deadlineMs: number; readonly traceparent?: string | undefined },
 ): Promise<void> {
-  await js.publish(deadlineSubject(deadlineMs), encoder.encode(JSON.stringify(timer)), {
+  await js.publish(deadlineSubject(options.deadlineMs), encoder.encode(JSON.stringify(timer)), {
     msgID: `deadline:${timer.job_id}:${timer.expected_seq}`,
+    ...(options.traceparent ? { headers: traceHeaders(options.traceparent) } : {}),
   });
 }

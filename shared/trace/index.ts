@@ -3,11 +3,31 @@ import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
+/** The parts of a W3C traceparent (version 00). */
+export interface TraceparentParts {
+  readonly traceId: string;
+  readonly spanId: string;
+  /** The trace-flags byte; bit 0 is "sampled". */
+  readonly flags: number;
+}
+
+/** The parts of a well-formed traceparent (ids not all zero), else undefined. */
+export function parseTraceparent(header: string | null | undefined): TraceparentParts | undefined {
+  const match = header ? TRACEPARENT.exec(header.trim()) : null;
+  if (!match) return undefined;
+  const [, traceId = "", spanId = "", flags = "00"] = match;
+  if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return undefined;
+  return { traceId, spanId, flags: Number.parseInt(flags, 16) };
+}
+
+/** A traceparent from its parts. */
+export function formatTraceparent(parts: TraceparentParts): string {
+  return `00-${parts.traceId}-${parts.spanId}-${(parts.flags & 0xff).toString(16).padStart(2, "0")}`;
+}
+
 /** A W3C traceparent from the caller when it is well-formed, else a new one. */
 export function traceparentFrom(header: string | null | undefined): string {
-  const match = header ? TRACEPARENT.exec(header.trim()) : null;
-  if (match && !/^0+$/.test(match[1] ?? "") && !/^0+$/.test(match[2] ?? ""))
-    return header?.trim() ?? "";
+  if (parseTraceparent(header)) return header?.trim() ?? "";
   return `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`;
 }
 

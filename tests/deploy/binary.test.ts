@@ -4,16 +4,26 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashToken } from "../../shared/auth/index.ts";
 import { startNats } from "../helpers/nats.ts";
+import { startOtlpReceiver } from "../helpers/otlp.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const TOKEN = "binary-test-token-0123456789";
 
 /** Starts the compiled binary with a service and collects its JSON log lines. */
-function serve(binary: string, service: string, configPath: string, cwd: string) {
+function serve(
+  binary: string,
+  service: string,
+  where: {
+    readonly configPath: string;
+    readonly cwd: string;
+    readonly env?: Record<string, string>;
+  },
+) {
+  const { configPath, cwd } = where;
   const proc = Bun.spawn([binary, "serve", service], {
     cwd,
-    env: { PATH: "/usr/bin:/bin", SWITCHYARD_CONFIG: configPath, TMPDIR: cwd },
+    env: { PATH: "/usr/bin:/bin", SWITCHYARD_CONFIG: configPath, TMPDIR: cwd, ...where.env },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -28,6 +38,7 @@ describe("the self-contained binary (bun build --compile), as the image runs it"
   test("builds, serves ingress/projector/executor against nats-server, answers /healthz and POST /run", async () => {
     const dir = await mkdtemp(join(tmpdir(), "switchyard-bin-"));
     await using nats = await startNats();
+    await using otlp = startOtlpReceiver();
     const binary = join(dir, "switchyard");
     const build = Bun.spawnSync(
       [
@@ -58,7 +69,15 @@ routes:
 `,
     );
     // The binary must not need the repository: run it from an empty directory.
-    const services = ["ingress", "projector", "executor"].map((s) => serve(binary, s, config, dir));
+    // The ingress traces (the SDK is loaded on demand, so the binary must carry it).
+    const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" };
+    const services = ["ingress", "projector", "executor"].map((s) =>
+      serve(binary, s, {
+        configPath: config,
+        cwd: dir,
+        ...(s === "ingress" ? { env: tracing } : {}),
+      }),
+    );
     try {
       const [ingress, projector] = services as [ReturnType<typeof serve>, ReturnType<typeof serve>];
       const base = await waitFor(
@@ -100,6 +119,9 @@ routes:
         codes: [0, 0, 0],
         said: "",
       });
+      const accept = otlp.spans().find((span) => span.name === "POST /run");
+      expect(accept?.service).toBe("switchyard-ingress");
+      expect(accept?.attributes.job_id).toBe(job_id);
     } finally {
       for (const s of services) s.proc.kill("SIGKILL");
       await rm(dir, { recursive: true, force: true });

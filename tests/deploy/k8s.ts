@@ -94,8 +94,47 @@ const VALIDATORS: Record<string, Validator> = {
   "v1/ServiceAccount": (o) => new ServiceAccount(o as ServiceAccount).validate(),
 };
 
+const SEVERITIES = new Set(["critical", "warning", "info"]);
+const DURATION = /^(\d+(ms|s|m|h|d|w|y))+$/;
+
+/** A PrometheusRule's groups: named, each rule an alert or a recording rule with an expr. */
+function validatePrometheusRule(o: unknown): void {
+  if (!isRecord(o) || !isRecord(o.spec) || !Array.isArray(o.spec.groups)) {
+    throw new Error("PrometheusRule needs spec.groups");
+  }
+  const names = new Set<string>();
+  for (const group of o.spec.groups) {
+    if (!isRecord(group) || typeof group.name !== "string" || !Array.isArray(group.rules)) {
+      throw new Error("every group needs a name and rules");
+    }
+    if (names.has(group.name)) throw new Error(`group ${group.name} appears twice`);
+    names.add(group.name);
+    for (const rule of group.rules) {
+      if (!isRecord(rule) || typeof rule.expr !== "string" || rule.expr.trim() === "") {
+        throw new Error(`a rule of ${group.name} has no expr`);
+      }
+      if ((typeof rule.alert === "string") === (typeof rule.record === "string")) {
+        throw new Error(`a rule of ${group.name} must be an alert or a record`);
+      }
+      if (rule.for !== undefined && !DURATION.test(String(rule.for))) {
+        throw new Error(`${String(rule.alert)}: for is not a duration`);
+      }
+      if (typeof rule.alert !== "string") continue;
+      const labels = isRecord(rule.labels) ? rule.labels : {};
+      const annotations = isRecord(rule.annotations) ? rule.annotations : {};
+      if (!SEVERITIES.has(String(labels.severity))) {
+        throw new Error(`${rule.alert}: severity must be critical, warning or info`);
+      }
+      if (typeof annotations.summary !== "string" || typeof annotations.description !== "string") {
+        throw new Error(`${rule.alert}: needs a summary and a description`);
+      }
+    }
+  }
+}
+
 /** Kinds that are not core Kubernetes (no schema in kubernetes-models) and their own checks. */
 const CUSTOM_KINDS: Record<string, Validator> = {
+  "monitoring.coreos.com/v1/PrometheusRule": validatePrometheusRule,
   "keda.sh/v1alpha1/ScaledObject": (o) => {
     if (!isRecord(o) || !isRecord(o.spec)) throw new Error("ScaledObject without spec");
     const { scaleTargetRef, triggers, minReplicaCount, maxReplicaCount } = o.spec;
@@ -201,7 +240,7 @@ function describe(cmd: string[]): string {
 const renderCache = new Map<string, K8sObject[]>();
 
 /** Renders an overlay (relative to deploy/k8s) with the real kustomize and parses the output. */
-export function render(overlay: Overlay): K8sObject[] {
+export function render(overlay: Overlay | "monitoring"): K8sObject[] {
   const cached = renderCache.get(overlay);
   if (cached) return cached;
   const tool = findKustomize();

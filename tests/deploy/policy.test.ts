@@ -364,4 +364,23 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
       }
     }
   });
+
+  test("every hub service may export traces to a collector namespace on 4318, and nothing more", () => {
+    const ps = policies();
+    const collector: Peer = {
+      kind: "pod",
+      namespace: "observability",
+      namespaceLabels: {
+        "kubernetes.io/metadata.name": "observability",
+        "switchyard.io/otel-collector": "true",
+      },
+      labels: { app: "otel-collector" },
+    };
+    for (const svc of SERVICES) {
+      expect(canConnect(ps, hub(svc), collector, { port: 4318 })).toBe(true);
+      expect(canConnect(ps, hub(svc), collector, { port: 4317 })).toBe(false);
+      expect(canConnect(ps, hub(svc), otherNamespacePod, { port: 4318 })).toBe(false);
+    }
+    expect(canConnect(ps, nats, collector, { port: 4318 })).toBe(false);
+  });
 });

@@ -277,7 +277,15 @@ describe("concurrency and metrics", () => {
   });
 
   test("transitions and completion latency are counted per route", async () => {
-    const body = (await hub.running.metrics.expose()).body;
+    // The projector counts completions as it writes the views; GET may answer from the stream first.
+    const body = await waitFor("the completions counted", async () => {
+      const text = (await hub.running.metrics.expose()).body;
+      return text.includes(
+        'switchyard_jobs_completed_total{route="x.capped",status="done",code=""} 12',
+      )
+        ? text
+        : undefined;
+    });
     expect(body).toContain('switchyard_job_transitions_total{status="done",route="x.capped"} 12');
     expect(body).toMatch(/switchyard_job_completion_seconds_count\{route="x.capped"\} 12/);
     expect(body).toContain('switchyard_executor_in_flight{route="x.capped"} 0');

@@ -11,6 +11,7 @@ import { hashToken } from "../../shared/auth/index.ts";
 import { type Clock, manualClock, systemClock } from "../../shared/clock/index.ts";
 import { type Config, parseConfig } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
+import type { Tracing } from "../../shared/telemetry/index.ts";
 import { captureLogger } from "./logs.ts";
 import { startNats, type TestNats } from "./nats.ts";
 
@@ -33,6 +34,8 @@ export interface HubOptions {
   readonly services?: readonly ServiceName[];
   readonly nats?: TestNats;
   readonly clock?: Clock;
+  /** Spans of every service; the test owns it (flushed when the hub stops). */
+  readonly tracing?: Tracing;
 }
 
 export interface TestHub extends AsyncDisposable {
@@ -135,6 +138,7 @@ export async function startHub(options: HubOptions = {}): Promise<TestHub> {
     logger,
     clock: options.clock ?? systemClock,
     ids: randomIds,
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   const baseUrl = running.ingress?.url ?? "";
   let stopped = false;

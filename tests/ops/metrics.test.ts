@@ -25,8 +25,9 @@ describe("/metrics", () => {
       "consumer stats",
       async () => {
         const t = await (await hub.request("/metrics")).text();
-        return t.includes('switchyard_consumer_pending{consumer="projector"}') &&
-          t.includes('switchyard_consumer_pending{consumer="index"}')
+        return t.includes(
+          'switchyard_consumer_pending{stream="SWITCHYARD_EVENTS",consumer="projector"}',
+        ) && t.includes('switchyard_consumer_pending{stream="SWITCHYARD_EVENTS",consumer="index"}')
           ? t
           : undefined;
       },

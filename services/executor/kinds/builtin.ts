@@ -8,6 +8,7 @@ import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "./kind
  * to another replica; its deadline is a timer in this process (no deadline message is stored).
  */
 export const builtinKind: ExecutorKind = {
+  runSpan: { name: "execute builtin", kind: "internal" },
   async start(ctx: KindContext): Promise<KindRuntime> {
     /** Waits `ms`, keeping the message alive: slept, or the deadline or a cancel came first. */
     const sleep = (job: AdmittedJob, ms: number): Promise<"slept" | "deadline" | "cancelled"> =>

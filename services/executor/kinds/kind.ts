@@ -6,6 +6,7 @@ import type { RunRequested } from "../../../shared/domain/index.ts";
 import type { IdGenerator } from "../../../shared/ids/index.ts";
 import type { Logger } from "../../../shared/log/index.ts";
 import type { HubMetrics } from "../../../shared/metrics/index.ts";
+import type { SpanKindName, Tracing } from "../../../shared/telemetry/index.ts";
 import type { CurrentStatus } from "../../../shared/worker/index.ts";
 import type { CancelSignals } from "../cancels.ts";
 import type { DeadlineTimers } from "../deadlines.ts";
@@ -36,6 +37,8 @@ export interface AdmittedJob {
   /** Tells JetStream the run.requested is still being worked on (long builtins, HTTP POSTs). */
   readonly keepAlive: () => void;
   readonly log: Logger;
+  /** The admission's `dispatch` span: the parent of the kind's spans (undefined: not tracing). */
+  readonly dispatchSpan?: string | undefined;
 }
 
 /** What every kind gets at start. */
@@ -57,6 +60,8 @@ export interface KindContext {
   readonly metrics?: HubMetrics;
   /** Aborts a job's work in this process when the job is cancelled (cancels.ts). */
   readonly cancels: CancelSignals;
+  /** An `execute` span per attempt or hand-over (docs/operations.md, "Traces"). */
+  readonly tracing?: Tracing;
 }
 
 /** A started kind. */
@@ -77,5 +82,10 @@ export interface KindRuntime {
  * a job of its routes runs.
  */
 export interface ExecutorKind {
+  /**
+   * Trace each run as one span of this name, a child of the dispatch span (a kind that traces
+   * finer steps itself, like HTTP attempts, leaves it out).
+   */
+  readonly runSpan?: { readonly name: string; readonly kind: SpanKindName };
   start(ctx: KindContext): Promise<KindRuntime>;
 }

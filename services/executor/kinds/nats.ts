@@ -16,6 +16,7 @@ import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "./kind
  * it) and gets a deadline timer, since nothing in this process waits for it.
  */
 export const natsKind: ExecutorKind = {
+  runSpan: { name: "hand over nats", kind: "producer" },
   async start(ctx: KindContext): Promise<KindRuntime> {
     for (const route of ctx.routes) {
       if (route.executor.kind !== "nats") continue;

@@ -2,6 +2,7 @@ import { parseDuration } from "../../../../shared/config/index.ts";
 import type { DispatchIndex } from "../../../../shared/dispatch/index.ts";
 import { deadlineExceeded, type StatusIntent } from "../../../../shared/domain/index.ts";
 import type { Logger } from "../../../../shared/log/index.ts";
+import { NO_TRACING, type TraceSpan } from "../../../../shared/telemetry/index.ts";
 import {
   type CurrentStatus,
   statusAfterWrite,
@@ -21,6 +22,8 @@ export interface HttpJob {
   /** Keeps the message that holds the job alive during the POST. */
   readonly keepAlive: () => void;
   readonly log: Logger;
+  /** The admission's dispatch span, when the attempt is made from it (tracing on). */
+  readonly dispatchSpan?: string | undefined;
 }
 
 /** How an attempt left the job: nothing more to do here, or a retry after `delayMs`. */
@@ -111,6 +114,16 @@ async function post(
   const executor = job.route.executor;
   const keepAlive = setInterval(job.keepAlive, 1_000);
   deps.ctx.metrics?.executorInFlight.inc({ route: job.route.key });
+  const span = (deps.ctx.tracing ?? NO_TRACING).start("execute http", {
+    parent: job.dispatchSpan ?? job.context.traceparent,
+    kind: "client",
+    attributes: {
+      job_id: job.task.job_id,
+      client_id: job.task.client_id,
+      route: job.route.key,
+      attempt: input.attempt,
+    },
+  });
   try {
     const outcome = await postTask({
       url: executor.url,
@@ -120,14 +133,28 @@ async function post(
       timeoutMs: Math.min(parseDuration(executor.timeout), input.remainingMs),
       clock: deps.ctx.clock,
       signal: AbortSignal.any([deps.signal, input.cancel]),
-      ...(job.context.traceparent ? { traceparent: job.context.traceparent } : {}),
+      ...traceHeader(span.traceparent ?? job.context.traceparent),
     });
     if (deps.signal.aborted) throw new AttemptInterruptedError("the executor is stopping");
+    endAttemptSpan(span, outcome);
     return outcome;
+  } catch (err) {
+    span.end(err);
+    throw err;
   } finally {
     clearInterval(keepAlive);
     deps.ctx.metrics?.executorInFlight.dec({ route: job.route.key });
   }
+}
+
+const traceHeader = (traceparent: string | undefined) => (traceparent ? { traceparent } : {});
+
+/** An attempt's span says what the POST came to; anything but done or accepted is an error. */
+function endAttemptSpan(span: TraceSpan, outcome: HttpOutcome): void {
+  const status =
+    outcome.kind === "accepted" ? 202 : "status" in outcome ? outcome.status : undefined;
+  span.set({ outcome: outcome.kind, "http.response.status_code": status });
+  span.end(outcome.kind === "done" || outcome.kind === "accepted" ? undefined : outcome.kind);
 }
 
 function backoffMs(job: HttpJob, attempt: number): number {

@@ -100,6 +100,7 @@ export const httpKind: ExecutorKind = {
           deadlineAt: job.deadlineAt,
           keepAlive: job.keepAlive,
           log: job.log,
+          dispatchSpan: job.dispatchSpan,
         };
         try {
           const end = await attemptHttp(attemptDeps, {
