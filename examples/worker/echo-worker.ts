@@ -6,8 +6,10 @@
  *       [--concurrency 4] [--delay-ms 0]
  *
  * The route must be configured with `executor: { kind: nats }`; the executor service creates its
- * work queue. Settings come from the command line only. It logs one line per task (never the
- * input) and stops cleanly on SIGINT/SIGTERM: unfinished tasks go back to the queue.
+ * work queue, and until it exists the worker says so every 15 s and waits. Settings come from the
+ * command line only. It logs one line per task (never the input), rides out NATS restarts (it
+ * reconnects and resumes pulling), and stops cleanly on SIGINT/SIGTERM: unfinished tasks go back
+ * to the queue.
  */
 import { parseArgs } from "node:util";
 import { connect } from "@nats-io/transport-node";
@@ -34,7 +36,26 @@ const logger: WorkerLogger = {
 };
 const delayMs = Number(values["delay-ms"]);
 
-const nc = await connect({ servers: values.nats, name: "echo-worker", maxReconnectAttempts: -1 });
+/** Connects, retrying while the server is not up yet; later disconnects reconnect forever. */
+async function connectWithRetry(url: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connect({ servers: url, name: "echo-worker", maxReconnectAttempts: -1 });
+    } catch (err) {
+      const waitS = Math.min(attempt, 5);
+      logger.warn({ url, err: (err as Error).message, retry_in_s: waitS }, "NATS not reachable");
+      await Bun.sleep(waitS * 1000);
+    }
+  }
+}
+
+const nc = await connectWithRetry(values.nats);
+void (async () => {
+  for await (const status of nc.status()) {
+    if (status.type === "disconnect") logger.warn({ url: values.nats }, "NATS disconnected");
+    if (status.type === "reconnect") logger.info({ url: values.nats }, "NATS reconnected");
+  }
+})();
 const worker = createWorker({
   nc,
   route: values.route,

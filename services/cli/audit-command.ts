@@ -5,6 +5,7 @@ import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { auditRecords, fileRecords, readViews, streamRecords } from "../audit/index.ts";
 import type { CommandIo } from "./events-command.ts";
+import { AUDIT_VERIFY_OPTIONS } from "./options.ts";
 
 /** `switchyard audit keygen`: an Ed25519 key pair for signing checkpoints (PKCS#8 / SPKI PEM). */
 export async function runAuditKeygen(io: CommandIo): Promise<number> {
@@ -23,18 +24,18 @@ export async function runAuditKeygen(io: CommandIo): Promise<number> {
  * export) through the projector's evolve, compares every job view, recomputes the checkpoint chain
  * and checks signatures. Exit 1 on any divergence or chain problem.
  */
+/**
+ * Needs only what it uses: an export file, or a NATS URL (--nats-url, NATS_URL, or the hub of a
+ * `switchyard up` in this folder); never the config file and the clients' secrets in it.
+ */
 export async function runAuditVerify(
   argv: string[],
-  connect: () => Promise<HubConnection>,
+  connect: (natsUrl: string | undefined) => Promise<HubConnection>,
   io: CommandIo,
   /** The search index to check too (issue 16); absent when the hub has none here. */
   openIndex?: () => Promise<IndexStore | undefined>,
 ): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { "public-key": { type: "string" }, file: { type: "string" } },
-    strict: true,
-  });
+  const { values } = parseArgs({ args: argv, options: AUDIT_VERIFY_OPTIONS, strict: true });
   const publicKey = values["public-key"]
     ? await importSPKI(await readFile(values["public-key"], "utf8"), "EdDSA")
     : undefined;
@@ -44,7 +45,7 @@ export async function runAuditVerify(
       ...(publicKey ? { publicKey } : {}),
     });
   } else {
-    const hub = await connect();
+    const hub = await connect(values["nats-url"]);
     const index = await openIndex?.();
     try {
       const views = await readViews(hub.jobs);

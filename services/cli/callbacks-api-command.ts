@@ -8,7 +8,7 @@ import {
   whereQuery,
 } from "./jobs-command.ts";
 
-const USAGE = `usage: switchyard callbacks failed [--where key=value]... [--limit n] [--all]
+export const CALLBACKS_API_USAGE = `usage: switchyard callbacks failed [--where key=value]... [--limit n] [--all]
        switchyard callbacks redeliver <job_id>
        switchyard callbacks redeliver --where key=value... [--dry-run] [--yes]
   keys: client, status, route, error_code, tenant, request_id, created_after, created_before
@@ -82,6 +82,6 @@ export async function runCallbacksApiCommand(
       sub ? `unknown callbacks command '${sub}'` : "callbacks needs a command",
     );
   } catch (err) {
-    return reportError(err, io, USAGE);
+    return reportError(err, io, CALLBACKS_API_USAGE);
   }
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { readStream, subjectFilters } from "../../shared/bus/index.ts";
+import { EVENTS_OPTIONS } from "./options.ts";
 
 export interface CommandIo {
   stdout(text: string): void;
@@ -46,21 +47,7 @@ export async function runEventsCommand(
   js: JetStreamClient,
   io: CommandIo,
 ): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      job: { type: "string" },
-      client: { type: "string" },
-      type: { type: "string" },
-      since: { type: "string" },
-      until: { type: "string" },
-      "from-seq": { type: "string" },
-      limit: { type: "string" },
-      follow: { type: "boolean", default: false },
-      pretty: { type: "boolean", default: false },
-    },
-    strict: true,
-  });
+  const { values } = parseArgs({ args: argv, options: EVENTS_OPTIONS, strict: true });
   const since = values.since ? new Date(values.since) : undefined;
   const until = values.until ? new Date(values.until) : undefined;
   for (const [name, date] of [

@@ -23,7 +23,7 @@ interface AdminJob {
   retried_as?: string;
 }
 
-const JOBS_USAGE = `usage: switchyard jobs list [--where key=value]... [--limit n] [--cursor c] [--all]
+export const JOBS_USAGE = `usage: switchyard jobs list [--where key=value]... [--limit n] [--cursor c] [--all]
        switchyard jobs show <job_id>
        switchyard jobs cancel <job_id>
        switchyard jobs retry <job_id>

@@ -23,6 +23,7 @@ import {
   type WriteChunk,
   writeCompileOutput,
 } from "../../shared/tools/index.ts";
+import { locateNats } from "./connect.ts";
 
 export interface ToolsIo {
   /** Writes to standard output; `false` means "wait for drain" (process.stdout.write). */
@@ -39,7 +40,7 @@ const USAGE = `usage:
   switchyard tools compile <openapi> --overlay file… --emit-document [-o out.json]
   switchyard tools validate <file>        (a compileResult or NDJSON output, one tool definition, or an array of them)
   switchyard tools stats <file>           (tool count, risk mix, estimated tokens, largest tools)
-  switchyard tools publish <name> <file>  (stores the set in NATS, any size; uses NATS_URL)
+  switchyard tools publish <name> <file>  (stores the set in NATS, any size; the hub's NATS as for every command)
 inputs: OpenAPI 3.0/3.1, Swagger 2.0, Overlay 1.0/1.1, MCP tools/list, manual tools (JSON/YAML), SDK modules (.ts/.js);
 prefix openapi:, overlay:, mcp:, manual: or sdk: to force the kind.
 budgets (bytes of compact JSON, 0 = no limit): --max-tool-bytes (default ${DEFAULT_BUDGETS.maxToolBytes}),
@@ -247,9 +248,12 @@ async function publishCommand(args: string[], io: ToolsIo): Promise<number> {
     io.stderr(`${read.error}\n`);
     return 1;
   }
-  const url = io.env.NATS_URL;
-  if (!url) {
-    io.stderr("NATS_URL is not set\n");
+  let url: string;
+  try {
+    // The same server as every other command: NATS_URL, the `up` in this folder, the config file.
+    url = locateNats(io.env).url;
+  } catch (err) {
+    io.stderr(`${(err as Error).message}\n`);
     return 1;
   }
   const nc = await connect({ servers: url, name: "switchyard-tools-publish" });
@@ -291,6 +295,10 @@ export async function runToolsCommand(argv: string[], io: ToolsIo): Promise<numb
 
 async function runSubcommand(argv: string[], io: ToolsIo): Promise<number> {
   const [sub, ...rest] = argv;
+  if (sub !== undefined && (rest.includes("--help") || rest.includes("-h"))) {
+    io.stdout(USAGE);
+    return 0;
+  }
   try {
     switch (sub) {
       case "compile":

@@ -1,4 +1,10 @@
 import type { Clock } from "../../shared/clock/index.ts";
+import {
+  checkJsonShape,
+  containsNumber,
+  lossyNumbers,
+  OUTPUT_SHAPE_LIMITS,
+} from "../../shared/json/index.ts";
 import { webhookHeaders } from "../../shared/webhooks/index.ts";
 import { type HttpTask, type Task, toHttpTask } from "../../shared/worker/index.ts";
 
@@ -13,7 +19,9 @@ export type HttpOutcome =
       readonly status?: number;
       readonly retryAfterMs?: number;
     }
-  | { readonly kind: "bad_response"; readonly reason: string };
+  | { readonly kind: "bad_response"; readonly reason: string }
+  /** The answer passed the route's max_response_bytes; reading stopped there. */
+  | { readonly kind: "too_large"; readonly limitBytes: number };
 
 export interface PostTaskInput {
   readonly url: string;
@@ -26,10 +34,15 @@ export interface PostTaskInput {
   readonly signal: AbortSignal;
   /** W3C trace context of the run, sent as the traceparent header. */
   readonly traceparent?: string;
+  /**
+   * Largest answer body read (routes[].executor.max_response_bytes); past it reading stops and
+   * the outcome is too_large. Default {@link DEFAULT_MAX_RESPONSE_BYTES}.
+   */
+  readonly maxResponseBytes?: number;
 }
 
-/** Largest response body read from an executor; a result above it is a bad response. */
-const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+/** Default answer cap: well inside one NATS message, since the output is stored in job.done. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024;
 
 /** Header telling the executor which attempt this is (webhook-id stays the job id). */
 export const ATTEMPT_HEADER = "switchyard-attempt";
@@ -60,10 +73,57 @@ export function signedTaskRequest(
 }
 
 /**
+ * Drops an answer's body unread. Cancelling can fail when the executor already cut the connection
+ * (ECONNRESET); the status has decided the outcome by then, so that failure is not an error.
+ */
+async function discard(res: Response): Promise<void> {
+  await res.body?.cancel().catch(() => undefined);
+}
+
+/** A failed fetch or body read, as a retry the dispatcher counts against max_attempts. */
+function failed(err: unknown): HttpOutcome {
+  const name = err instanceof Error ? err.name : "Error";
+  return { kind: "retry", reason: name === "TimeoutError" ? "timeout" : "network_error" };
+}
+
+/**
+ * Reads at most `maxBytes` of a body. Runs under the same signal as the request, so a body that
+ * stalls after its headers ends at the attempt's deadline like any other timeout.
+ */
+async function readCapped(
+  res: Response,
+  maxBytes: number,
+): Promise<{ bytes: Uint8Array } | { tooLarge: true }> {
+  const declared = Number(res.headers.get("content-length") ?? "0");
+  if (declared > maxBytes) {
+    await res.body?.cancel().catch(() => undefined);
+    return { tooLarge: true };
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  if (res.body) {
+    const reader = res.body.getReader();
+    for (;;) {
+      const step = await reader.read();
+      if (step.done) break;
+      total += step.value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel().catch(() => undefined);
+        return { tooLarge: true };
+      }
+      chunks.push(step.value);
+    }
+  }
+  return { bytes: Buffer.concat(chunks) };
+}
+
+/**
  * POSTs a task and classifies the answer: a 2xx other than 202 with a JSON body → done, 202 → accepted,
  * 408/429/5xx, timeouts and network errors → retry, other 4xx → refused, anything else (a
- * redirect, a 2xx that is not JSON) → bad response. Redirects are not followed: the executor URL
- * is configuration, and a redirect would carry the signed task somewhere else.
+ * redirect, a 2xx that is not JSON) → bad response, an answer above the cap → too_large. Every
+ * byte of the answer is read under the attempt's deadline (`timeoutMs`), so a stalled body is a
+ * timeout that counts as an attempt. Redirects are not followed: the executor URL is
+ * configuration, and a redirect would carry the signed task somewhere else.
  */
 export async function postTask(input: PostTaskInput): Promise<HttpOutcome> {
   const { body, headers } = signedTaskRequest(input);
@@ -77,16 +137,15 @@ export async function postTask(input: PostTaskInput): Promise<HttpOutcome> {
       signal: AbortSignal.any([input.signal, AbortSignal.timeout(input.timeoutMs)]),
     });
   } catch (err) {
-    const name = err instanceof Error ? err.name : "Error";
-    return { kind: "retry", reason: name === "TimeoutError" ? "timeout" : "network_error" };
+    return failed(err);
   }
   const status = res.status;
   if (status === 202) {
-    await res.body?.cancel();
+    await discard(res);
     return { kind: "accepted" };
   }
   if (status === 408 || status === 429 || status >= 500) {
-    await res.body?.cancel();
+    await discard(res);
     const after = retryAfterMs(res.headers.get("retry-after"));
     return {
       kind: "retry",
@@ -96,26 +155,58 @@ export async function postTask(input: PostTaskInput): Promise<HttpOutcome> {
     };
   }
   if (status >= 400) {
-    await res.body?.cancel();
+    await discard(res);
     return { kind: "refused", status };
   }
   if (status < 200 || status >= 300) {
-    await res.body?.cancel();
+    await discard(res);
     return { kind: "bad_response", reason: `unexpected status ${status}` };
   }
-  const bytes = new Uint8Array(await res.arrayBuffer());
-  if (bytes.byteLength > MAX_RESPONSE_BYTES) {
-    return { kind: "bad_response", reason: "the result is larger than 10 MiB" };
-  }
+  const limitBytes = input.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  let read: Awaited<ReturnType<typeof readCapped>>;
   try {
-    const value: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-    // A body {"output": …} carries the output; any other JSON value is the output itself.
-    const output =
-      typeof value === "object" && value !== null && !Array.isArray(value) && "output" in value
-        ? value.output
-        : value;
-    return { kind: "done", output };
+    read = await readCapped(res, limitBytes);
+  } catch (err) {
+    return failed(err);
+  }
+  if ("tooLarge" in read) return { kind: "too_large", limitBytes };
+  const outcome = parseResult(read.bytes);
+  // The output is stored re-serialised, where numbers can grow (1e20 → 21 digits): the cap holds
+  // for the stored form too, so job.done always fits the NATS message the cap was sized for.
+  if (outcome.kind === "done" && Buffer.byteLength(JSON.stringify(outcome.output)) > limitBytes) {
+    return { kind: "too_large", limitBytes };
+  }
+  return outcome;
+}
+
+/**
+ * The output of a 2xx JSON answer, bounded in depth so everything downstream can walk it, with
+ * no number a double cannot keep (the output is stored as JavaScript serialises it).
+ */
+function parseResult(bytes: Uint8Array): HttpOutcome {
+  let value: unknown;
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    value = JSON.parse(text);
   } catch {
     return { kind: "bad_response", reason: "the 2xx body is not JSON" };
   }
+  // A body {"output": …} carries the output; any other JSON value is the output itself.
+  const output =
+    typeof value === "object" && value !== null && !Array.isArray(value) && "output" in value
+      ? value.output
+      : value;
+  const problem = checkJsonShape(output, OUTPUT_SHAPE_LIMITS);
+  if (problem) {
+    return { kind: "bad_response", reason: `the output${problem.pointer} ${problem.message}` };
+  }
+  const lossy = containsNumber(value) ? lossyNumbers(text) : [];
+  if (lossy.length > 0) {
+    return {
+      kind: "bad_response",
+      reason: `the number ${lossy[0]?.slice(0, 40)} cannot be kept exactly; send it as a string`,
+    };
+  }
+  return { kind: "done", output };
 }

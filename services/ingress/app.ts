@@ -5,7 +5,7 @@ import type { ClientConfig, RouteTable } from "../../shared/config/index.ts";
 import { routeAllowed } from "../../shared/config/index.ts";
 import { toJobResource } from "../../shared/domain/index.ts";
 import {
-  HeadersTooLargeError,
+  ClientDisconnectedError,
   InvalidRequestError,
   JobNotFoundError,
   MalformedJsonError,
@@ -16,10 +16,10 @@ import {
   SwitchyardError,
   UnauthorizedError,
   UnavailableError,
-  UriTooLongError,
 } from "../../shared/errors/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
+import type { JsonShapeLimits } from "../../shared/json/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { EgressPolicy } from "../../shared/net/index.ts";
@@ -28,17 +28,24 @@ import { traceIdOf, traceparentFrom } from "../../shared/trace/index.ts";
 import type { Authenticator } from "./auth.ts";
 import { type AuthFailureLimiter, clientAddress, type SocketAddress } from "./auth-limit.ts";
 import { EXECUTOR_REPORT_PATH, type ExecutorReportHandler } from "./executor-reports.ts";
+import {
+  type EdgeLimits,
+  edgeProblem,
+  fallbackProblem,
+  pathOf,
+  unroutedProblem,
+} from "./http-edge.ts";
 import type { JobsApi } from "./jobs-api.ts";
 import { readJsonBody } from "./json-body.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import { validateRunRequest } from "./run-request.ts";
+import type { SharedRateLimiter } from "./shared-rate-limit.ts";
 import type { RunSubmitter } from "./submit-run.ts";
 
-export interface IngressLimits {
+export interface IngressLimits extends EdgeLimits {
   readonly maxBodyBytes: number;
-  readonly maxUrlLength: number;
-  /** Sum of header names and values (plus 4 bytes each for ": " and CRLF); 431 above it. */
-  readonly maxHeaderBytes?: number;
+  /** Bounds on a run's metadata (server.metadata); defaults when absent. */
+  readonly metadata?: JsonShapeLimits;
 }
 
 /** The part of Bun's server the ingress uses: the peer address of a request. */
@@ -46,18 +53,13 @@ interface PeerSource {
   requestIP(request: Request): SocketAddress | null;
 }
 
-function headerBytes(headers: Headers): number {
-  let total = 0;
-  for (const [name, value] of headers) total += name.length + value.length + 4;
-  return total;
-}
-
 export interface IngressDeps {
   readonly auth: Authenticator;
   readonly routes: RouteTable;
   readonly submitter: RunSubmitter;
   readonly reader: JobReader;
-  readonly rateLimiter: RateLimiter;
+  /** Per-client limits: shared by every replica (KV), or this process's own (tests, tools). */
+  readonly rateLimiter: RateLimiter | SharedRateLimiter;
   readonly limits: IngressLimits;
   readonly logger: Logger;
   /** False while NATS is disconnected: answer 503 at once instead of waiting for a timeout. */
@@ -71,10 +73,8 @@ export interface IngressDeps {
   readonly trustProxyHops?: number;
   /** Egress policy for callback_url (callbacks.allow_cidrs / allow_private); default: public only. */
   readonly callbackPolicy?: EgressPolicy;
-  /** Counters for run answers, and the /metrics exposition. */
+  /** Counters for run answers (exposed on the admin port, never here). */
   readonly metrics?: HubMetrics;
-  /** POST /executor/v1/jobs/{job_id}/events (docs/executors.md); absent: 404. */
-  readonly executorReports?: ExecutorReportHandler;
   /** GET /jobs and POST /jobs/{job_id}/cancel (jobs-api.ts). */
   readonly jobsApi?: JobsApi;
   /** The operator API (/admin/v1) and the console: handled whole by their own app. */
@@ -84,6 +84,8 @@ export interface IngressDeps {
   };
   /** The accept span of POST /run, whose context every event of the job carries. */
   readonly tracing?: Tracing;
+  /** POST /executor/v1/jobs/{job_id}/events (docs/executors.md); absent: 404. */
+  readonly executorReports?: ExecutorReportHandler;
 }
 
 const NO_STORE = { "cache-control": "no-store" };
@@ -102,7 +104,6 @@ function json(body: unknown, status: number, headers: Record<string, string> = {
  */
 export function createIngressApp(deps: IngressDeps) {
   const { logger } = deps;
-  const tracing = deps.tracing ?? NO_TRACING;
 
   const authenticate = async (
     request: Request,
@@ -126,7 +127,7 @@ export function createIngressApp(deps: IngressDeps) {
         if (err instanceof UnauthorizedError) limiter?.failed(address);
         throw err;
       });
-    const wait = deps.rateLimiter.take(`client:${client.id}`, client.runs_per_minute);
+    const wait = await deps.rateLimiter.take(`client:${client.id}`, client.runs_per_minute);
     if (wait > 0) {
       throw new RateLimitedError({
         detail: `Client rate limit of ${client.runs_per_minute} requests per minute reached.`,
@@ -134,6 +135,17 @@ export function createIngressApp(deps: IngressDeps) {
       });
     }
     return client;
+  };
+
+  const tracing = deps.tracing ?? NO_TRACING;
+
+  /** The operator API and console answer for themselves (their own auth, roles and errors). */
+  const operatorRequest = (request: Request): Promise<Response> | undefined => {
+    const operator = deps.operator;
+    if (!operator) return undefined;
+    const path = new URL(request.url).pathname;
+    const served = operator.paths.some((p) => path === p || path.startsWith(`${p}/`));
+    return served ? operator.handle(request) : undefined;
   };
 
   const requireNats = () => {
@@ -146,60 +158,44 @@ export function createIngressApp(deps: IngressDeps) {
     }
   };
 
-  /** The operator API and console answer for themselves (their own auth, roles and errors). */
-  const operatorRequest = (request: Request): Promise<Response> | undefined => {
-    const operator = deps.operator;
-    if (!operator) return undefined;
-    const path = new URL(request.url).pathname;
-    const served = operator.paths.some((p) => path === p || path.startsWith(`${p}/`));
-    return served ? operator.handle(request) : undefined;
+  const errorAnswer = (error: unknown, request: Request, code: unknown): Response => {
+    if (code === "NOT_FOUND") return unroutedProblem(request);
+    if (code === "PARSE") {
+      return problemResponse(new MalformedJsonError({ detail: "The body could not be parsed." }));
+    }
+    const path = pathOf(request);
+    if (request.method === "POST" && path === "/run") {
+      deps.metrics?.runs.inc({
+        outcome: "refused",
+        code: error instanceof SwitchyardError ? error.code : "internal_error",
+      });
+    }
+    if (error instanceof ClientDisconnectedError) {
+      // The client went away; nothing failed on this side.
+      logger.info({ path }, "client disconnected before its request was complete");
+    } else if (!(error instanceof SwitchyardError)) {
+      logger.error({ err: error, path }, "unhandled error");
+    }
+    return problemResponse(error, path);
   };
 
   return new Elysia({ normalize: false })
-    .onRequest(({ request }) => {
-      if (request.url.length > deps.limits.maxUrlLength) {
-        return problemResponse(
-          new UriTooLongError({
-            detail: `URLs are limited to ${deps.limits.maxUrlLength} characters.`,
-          }),
-        );
-      }
-      const maxHeaderBytes = deps.limits.maxHeaderBytes;
-      if (maxHeaderBytes !== undefined && headerBytes(request.headers) > maxHeaderBytes) {
-        // Bun answers a bare 431 by itself above 16 KiB; below that this gives a problem body.
-        return problemResponse(
-          new HeadersTooLargeError({
-            detail: `Request headers are limited to ${maxHeaderBytes} bytes.`,
-          }),
-        );
-      }
-    })
+    .onRequest(({ request }) => edgeProblem(request, deps.limits))
     .onRequest(({ request }) => operatorRequest(request))
     .onError(({ error, request, code }) => {
-      if (code === "NOT_FOUND") {
-        return problemResponse(
-          new NotFoundError({ detail: `No such endpoint: ${new URL(request.url).pathname}` }),
-        );
+      // Whatever goes wrong in here, the client still gets a problem answer.
+      try {
+        return errorAnswer(error, request, code);
+      } catch {
+        return fallbackProblem();
       }
-      if (code === "PARSE") {
-        return problemResponse(new MalformedJsonError({ detail: "The body could not be parsed." }));
-      }
-      if (request.method === "POST" && new URL(request.url).pathname === "/run") {
-        deps.metrics?.runs.inc({
-          outcome: "refused",
-          code: error instanceof SwitchyardError ? error.code : "internal_error",
-        });
-      }
-      if (!(error instanceof SwitchyardError)) {
-        logger.error({ err: error, path: new URL(request.url).pathname }, "unhandled error");
-      }
-      return problemResponse(error, new URL(request.url).pathname);
     })
     .post(
       "/run",
       async ({ request, server }) => {
         const client = await authenticate(request, server);
-        const body = validateRunRequest(await readJsonBody(request, deps.limits.maxBodyBytes));
+        const { value, text } = await readJsonBody(request, deps.limits.maxBodyBytes);
+        const body = validateRunRequest(value, { text, metadata: deps.limits.metadata });
         const route = deps.routes.route(body.route);
         if (!route || !routeAllowed(client.routes, body.route)) {
           // One answer for unknown and not-allowed routes, so routes cannot be probed.
@@ -295,10 +291,5 @@ export function createIngressApp(deps: IngressDeps) {
     .get("/readyz", async () =>
       (await deps.ready()) ? json({ status: "ready" }, 200) : json({ status: "not_ready" }, 503),
     )
-    .get("/openapi.json", () => json(deps.openapi, 200))
-    .get("/metrics", async () => {
-      if (!deps.metrics) return new Response("", { status: 404 });
-      const { contentType, body } = await deps.metrics.expose();
-      return new Response(body, { headers: { "content-type": contentType } });
-    });
+    .get("/openapi.json", () => json(deps.openapi, 200));
 }

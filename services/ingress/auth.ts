@@ -7,12 +7,22 @@ import {
   jwtVerify,
   type KeyObject,
 } from "jose";
-import type { ClientConfig } from "../../shared/config/index.ts";
+import {
+  activeClient,
+  type ClientConfig,
+  type ClientEntry,
+  credential,
+} from "../../shared/config/index.ts";
 import { UnauthorizedError } from "../../shared/errors/index.ts";
 
 export interface Authenticator {
   /** Resolves the calling client from an Authorization header, or throws UnauthorizedError. */
   authenticate(authorization: string | null): Promise<ClientConfig>;
+  /**
+   * Swaps in the clients of a reloaded configuration. Keys are imported first; requests keep
+   * using the previous tables until the new ones are complete.
+   */
+  update(clients: readonly ClientEntry[]): Promise<void>;
 }
 
 const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard"' };
@@ -23,24 +33,27 @@ function unauthorized(detail: string): UnauthorizedError {
 
 interface HashEntry {
   readonly hash: Buffer;
-  readonly client: ClientConfig;
+  /** Epoch ms from which this token is refused (Infinity: never). */
+  readonly retireAtMs: number;
+  readonly client: ClientEntry;
 }
 
 interface JwtEntry {
-  readonly client: ClientConfig;
+  readonly client: ClientEntry;
   readonly key: KeyObject | JWTVerifyGetKey | Uint8Array | CryptoKey;
 }
 
-/**
- * Bearer authentication against configured token hashes and JWT issuers. Token hashes are compared
- * with timingSafeEqual against every entry, with no early exit, so timing says nothing about which
- * bytes matched.
- */
-export async function createAuthenticator(
-  clients: readonly ClientConfig[],
-): Promise<Authenticator> {
+interface Tables {
+  readonly hashes: readonly HashEntry[];
+  readonly jwtClients: readonly JwtEntry[];
+}
+
+async function buildTables(clients: readonly ClientEntry[]): Promise<Tables> {
   const hashes: HashEntry[] = clients.flatMap((client) =>
-    client.token_sha256.map((hex) => ({ hash: Buffer.from(hex, "hex"), client })),
+    client.token_sha256.map((entry) => {
+      const { value, retireAtMs } = credential(entry, "sha256");
+      return { hash: Buffer.from(value, "hex"), retireAtMs, client };
+    }),
   );
   const jwtClients: JwtEntry[] = [];
   for (const client of clients) {
@@ -51,14 +64,27 @@ export async function createAuthenticator(
       : await importSPKI(jwt.public_key_pem ?? "", jwt.algorithms[0] ?? "RS256");
     jwtClients.push({ client, key });
   }
+  return { hashes, jwtClients };
+}
+
+/**
+ * Bearer authentication against configured token hashes and JWT issuers. Token hashes are compared
+ * with timingSafeEqual against every entry, with no early exit, so timing says nothing about which
+ * bytes matched. A hash past its retire_at no longer authenticates.
+ */
+export async function createAuthenticator(clients: readonly ClientEntry[]): Promise<Authenticator> {
+  let tables = await buildTables(clients);
 
   const byToken = (token: string): ClientConfig | undefined => {
     const presented = createHash("sha256").update(token).digest();
-    let found: ClientConfig | undefined;
-    for (const entry of hashes) {
-      if (timingSafeEqual(entry.hash, presented) && found === undefined) found = entry.client;
+    const nowMs = Date.now();
+    let found: ClientEntry | undefined;
+    for (const entry of tables.hashes) {
+      if (timingSafeEqual(entry.hash, presented) && nowMs < entry.retireAtMs && !found) {
+        found = entry.client;
+      }
     }
-    return found;
+    return found ? activeClient(found, nowMs) : undefined;
   };
 
   const byJwt = async (token: string): Promise<ClientConfig | undefined> => {
@@ -69,7 +95,7 @@ export async function createAuthenticator(
       return undefined;
     }
     // The unverified issuer only picks which client's key to verify with; nothing is trusted yet.
-    const candidates = jwtClients.filter(
+    const candidates = tables.jwtClients.filter(
       ({ client }) =>
         client.jwt?.issuer === claims.iss &&
         (client.jwt?.subject === undefined || client.jwt?.subject === claims.sub),
@@ -78,14 +104,22 @@ export async function createAuthenticator(
       const jwt = client.jwt;
       if (!jwt) continue;
       try {
-        await jwtVerify(token, key as Parameters<typeof jwtVerify>[1], {
+        const { payload } = await jwtVerify(token, key as Parameters<typeof jwtVerify>[1], {
           issuer: jwt.issuer,
           audience: jwt.audience,
           algorithms: [...jwt.algorithms],
           clockTolerance: jwt.clock_tolerance_sec,
+          requiredClaims: jwt.require_exp ? ["exp"] : [],
           ...(jwt.subject === undefined ? {} : { subject: jwt.subject }),
         });
-        return client;
+        // A token issued in the future is either a clock far off or a token minted to outlive
+        // its rotation: refused beyond the same tolerance as exp and nbf (jose checks iat only
+        // with maxTokenAge).
+        const nowSec = Date.now() / 1000;
+        if (typeof payload.iat === "number" && payload.iat > nowSec + jwt.clock_tolerance_sec) {
+          continue;
+        }
+        return activeClient(client, Date.now());
       } catch {
         // Try the next client with this issuer; the caller answers 401 if none verifies.
       }
@@ -103,6 +137,9 @@ export async function createAuthenticator(
         byToken(token) ?? (token.split(".").length === 3 ? await byJwt(token) : undefined);
       if (!client) throw unauthorized("The bearer token is not valid.");
       return client;
+    },
+    async update(clients) {
+      tables = await buildTables(clients);
     },
   };
 }

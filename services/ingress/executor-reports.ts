@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { InvalidArgumentError } from "@nats-io/transport-node";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { classifyNatsError, decodeEvent, TOPOLOGY } from "../../shared/bus/index.ts";
@@ -11,13 +12,21 @@ import {
   InvalidRequestError,
   JobNotFoundError,
   JobStateConflictError,
+  PayloadTooLargeError,
   problemResponse,
   SwitchyardError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import {
+  checkJsonShape,
+  containsNumber,
+  lossyNumbers,
+  OUTPUT_SHAPE_LIMITS,
+} from "../../shared/json/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { writeStatus } from "../../shared/worker/index.ts";
+import { pathOf } from "./http-edge.ts";
 import { readJsonBody } from "./json-body.ts";
 
 /** Path of the report endpoint; `:job_id` is the task's job id. */
@@ -89,12 +98,40 @@ async function findOwner(
 const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard-executor"' };
 
 async function readReport(request: Request, maxBytes: number): Promise<ExecutorReport> {
-  const value = await readJsonBody(request, maxBytes);
+  const { value, text } = await readJsonBody(request, maxBytes);
   if (!checker.Check(value)) {
     const first = checker.Errors(value).First();
     throw new InvalidRequestError({
       detail: "The report does not match the schema in docs/executors.md.",
       errors: [{ pointer: first?.path || "/", message: first?.message ?? "invalid" }],
+    });
+  }
+  if ("error" in value) {
+    for (const field of ["code", "message"] as const) {
+      if (!value.error[field].isWellFormed()) {
+        const message = "holds an unpaired UTF-16 surrogate, which is not Unicode text (RFC 7493)";
+        throw new InvalidRequestError({
+          detail: `error.${field}: ${message}`,
+          errors: [{ pointer: `/error/${field}`, message }],
+        });
+      }
+    }
+  }
+  // The output is stored in an event and served by GET: bounded, so nothing downstream overflows.
+  const problem =
+    value.type === "done" ? checkJsonShape(value.output, OUTPUT_SHAPE_LIMITS) : undefined;
+  if (problem) {
+    throw new InvalidRequestError({
+      detail: `output${problem.pointer}: ${problem.message}`,
+      errors: [{ pointer: `/output${problem.pointer}`, message: problem.message }],
+    });
+  }
+  const lossy = value.type === "done" && containsNumber(value.output) ? lossyNumbers(text) : [];
+  if (lossy.length > 0) {
+    const message = `the number ${lossy[0]?.slice(0, 40)} cannot be kept exactly; send it as a string`;
+    throw new InvalidRequestError({
+      detail: `output: ${message}`,
+      errors: [{ pointer: "/output", message }],
     });
   }
   return value;
@@ -174,14 +211,21 @@ export function createExecutorReportHandler(deps: ExecutorReportDeps): ExecutorR
       try {
         return await handle(request, jobId);
       } catch (err) {
-        const known = err instanceof SwitchyardError ? err : classifyNatsError(err);
+        const known =
+          err instanceof SwitchyardError
+            ? err
+            : err instanceof InvalidArgumentError
+              ? new PayloadTooLargeError({
+                  detail: "The report's event would be larger than NATS max_payload allows.",
+                })
+              : classifyNatsError(err);
         if (known === undefined) {
           deps.logger.error(
             { err: (err as Error).message, job_id: jobId },
             "executor report failed",
           );
         }
-        return problemResponse(known ?? err, new URL(request.url).pathname);
+        return problemResponse(known ?? err, pathOf(request));
       }
     },
   };

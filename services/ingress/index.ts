@@ -1,7 +1,13 @@
 import { callbackEgressPolicy } from "../../shared/callbacks/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
-import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
+import {
+  type ClientDirectory,
+  type Config,
+  createRouteTable,
+  parseDuration,
+} from "../../shared/config/index.ts";
 import { openDispatchIndex } from "../../shared/dispatch/index.ts";
+import { listenOrExplain } from "../../shared/http/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared/ids/index.ts";
 import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
@@ -14,9 +20,11 @@ import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
 import { clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
+import { serverErrorResponse } from "./http-edge.ts";
 import { createJobsApi } from "./jobs-api.ts";
+import { DEFAULT_MAX_BODY_BYTES, deriveBodyLimit } from "./limits.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
-import { createRateLimiter } from "./rate-limit.ts";
+import { createSharedRateLimiter, openRateBucket } from "./shared-rate-limit.ts";
 import { createRunSubmitter } from "./submit-run.ts";
 
 export { createIngressApp } from "./app.ts";
@@ -38,13 +46,19 @@ export interface IngressDeps {
     handle(request: Request): Promise<Response>;
   };
   readonly tracing?: Tracing;
+  /** The clients as reloaded (SIGHUP, a changed file); default: config.clients, fixed. */
+  readonly clients?: ClientDirectory;
 }
 
 export interface RunningIngress {
   readonly port: number;
+  /** The body limit in force (server.max_body_bytes, or derived from NATS max_payload). */
+  readonly maxBodyBytes: number;
   readonly url: string;
   /** Stops accepting, lets in-flight requests finish. The caller drains NATS afterwards. */
   stop(): Promise<void>;
+  /** Rebuilds authentication from the client directory after a reload. */
+  reloadClients(): Promise<void>;
 }
 
 /** Starts the Client API HTTP server on config.server.host/port. */
@@ -57,17 +71,31 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const routes = createRouteTable(config);
   const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
   const authFailures = createAuthFailureLimiter(clock, config.server.auth_failures_per_minute);
-  let server: { requestIP(request: Request): { address: string } | null } | undefined;
+  let listening: { requestIP(request: Request): { address: string } | null } | undefined;
+  const metadata = {
+    maxDepth: config.server.metadata.max_depth,
+    maxMembers: config.server.metadata.max_members,
+    maxStringLength: config.server.metadata.max_string_length,
+  };
+  const maxBodyBytes = deriveBodyLimit({
+    configured: config.server.max_body_bytes,
+    maxPayload: hub.nc.info?.max_payload ?? DEFAULT_MAX_BODY_BYTES * 2,
+    natsUrl: config.nats.url,
+    metadata,
+  });
   // The operator API and console (issue 16) on this server: operator credentials only.
   const operator = await createOperatorSurface({
     hub,
     config,
     ...(deps.index ? { store: deps.index } : {}),
-    // Operators authenticate like clients (hashed tokens or JWTs), against their own list.
-    credentials: await createAuthenticator(config.operators as unknown as Config["clients"]),
+    // Operators authenticate like clients (hashed tokens or JWTs), against their own list; they
+    // sign no callbacks, so the client shape gets none.
+    credentials: await createAuthenticator(
+      config.operators.map((o) => ({ ...o, callback_secrets: [] })) as unknown as Config["clients"],
+    ),
     limiter: authFailures,
     addressOf: (request) =>
-      clientAddress(request, server?.requestIP(request), config.server.trust_proxy_hops),
+      clientAddress(request, listening?.requestIP(request), config.server.trust_proxy_hops),
     deriveJobId,
     clock,
     ids: deps.ids,
@@ -87,10 +115,12 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     },
     now: () => clock.now().getTime(),
   });
+  const entries = () => deps.clients?.entries() ?? config.clients;
+  const auth = await createAuthenticator(entries());
   const app = createIngressApp({
     jobsApi,
     operator,
-    auth: await createAuthenticator(config.clients),
+    auth,
     routes,
     submitter: createRunSubmitter({
       js: hub.js,
@@ -102,11 +132,16 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
     }),
     reader,
-    rateLimiter: createRateLimiter(clock),
+    rateLimiter: createSharedRateLimiter({
+      kv: await openRateBucket(hub.nc, { replicas: config.nats.replicas }),
+      clock,
+      logger: logger.child({ component: "rate-limit" }),
+    }),
     authFailures,
     trustProxyHops: config.server.trust_proxy_hops,
     limits: {
-      maxBodyBytes: config.server.max_body_bytes,
+      maxBodyBytes,
+      metadata,
       maxUrlLength: config.server.max_url_length,
       maxHeaderBytes: config.server.max_header_bytes,
     },
@@ -128,26 +163,53 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       clock,
       ids: deps.ids,
       logger: logger.child({ component: "executor-reports" }),
-      maxBodyBytes: config.server.max_body_bytes,
+      maxBodyBytes,
     }),
   });
-  app.listen({
-    hostname: config.server.host,
-    port: config.server.port,
-    // Bun's own limit answers 413 without a problem body; ours (checked in the handler) is lower.
-    maxRequestBodySize: config.server.max_body_bytes * 2 + 65_536,
-  });
-  const listening = app.server;
-  if (!listening) throw new Error("ingress did not start");
-  server = listening;
-  const url = `http://${config.server.host}:${listening.port}`;
+  listenOrExplain(
+    () =>
+      app.listen({
+        hostname: config.server.host,
+        port: config.server.port,
+        // Bun's own limit would answer a bare 413 or close the socket before any handler runs. Ours is
+        // checked while reading (json-body.ts); Bun then discards the rest of an oversized body and
+        // the client gets a problem answer whatever the size (docs/security.md).
+        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+        // Never Bun's HTML error page, whatever NODE_ENV says; and a second hub on the same port
+        // fails to start instead of sharing it (Elysia turns reusePort on by default).
+        development: false,
+        reusePort: false,
+        error: serverErrorResponse,
+      }),
+    `${config.server.host}:${config.server.port} (server.host / server.port)`,
+  );
+  const server = app.server;
+  if (!server) throw new Error("ingress did not start");
+  listening = server;
+  const url = `http://${config.server.host}:${server.port}`;
   logger.info({ url }, "ingress listening");
   return {
-    port: listening.port ?? 0,
+    port: server.port ?? 0,
+    maxBodyBytes,
     url,
+    reloadClients: () => auth.update(entries()),
     async stop() {
       draining = true;
-      await app.stop(false);
+      // In-flight requests finish within the publish timeout. A connection still open after that
+      // is a client that stopped sending a body we already answered (a 413): close it.
+      const graceMs = parseDuration(config.nats.publish_timeout) + 2_000;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const graceful = await Promise.race([
+        server.stop(false).then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!graceful) {
+        logger.info({ grace_ms: graceMs }, "closing connections still open after the grace period");
+        await server.stop(true);
+      }
     },
   };
 }

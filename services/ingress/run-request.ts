@@ -2,6 +2,12 @@ import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { ValueError } from "@sinclair/typebox/value";
 import { type FieldError, InvalidRequestError } from "../../shared/errors/index.ts";
+import {
+  checkJsonShape,
+  containsNumber,
+  type JsonShapeLimits,
+  lossyNumbers,
+} from "../../shared/json/index.ts";
 import "../../shared/schema/formats.ts";
 
 const PrincipalSchema = Type.Object(
@@ -69,11 +75,75 @@ function messageFor(error: ValueError): string {
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
 }
 
+/** Defaults of server.metadata (docs/config.md). */
+export const DEFAULT_METADATA_LIMITS: JsonShapeLimits = {
+  maxDepth: 16,
+  maxMembers: 256,
+  maxStringLength: 4096,
+};
+
+/** The config key of each metadata rule, so a refusal names what an operator would change. */
+const METADATA_KEYS: Readonly<Record<string, string>> = {
+  max_depth: "server.metadata.max_depth",
+  max_members: "server.metadata.max_members",
+  max_string_length: "server.metadata.max_string_length",
+};
+
+export interface RunRequestChecks {
+  /** The body's JSON text: number literals are checked against what JavaScript made of them. */
+  readonly text?: string;
+  readonly metadata?: JsonShapeLimits;
+}
+
+function refuse(errors: readonly FieldError[]): InvalidRequestError {
+  const first = errors[0] as FieldError;
+  return new InvalidRequestError({
+    detail: `${first.pointer.slice(1) || "body"}: ${first.message}`,
+    errors,
+  });
+}
+
+/**
+ * Checks that JSON Schema cannot say: text is well-formed Unicode, metadata stays within its
+ * bounds (depth, members, string length; iteratively, so no depth overflows a stack), and its
+ * numbers survive as JavaScript numbers.
+ */
+function checkContent(body: RunRequest, checks: RunRequestChecks): FieldError | undefined {
+  for (const field of ["request_id", "route", "input", "callback_url"] as const) {
+    const value = body[field];
+    if (value !== undefined && !value.isWellFormed()) {
+      return {
+        pointer: `/${field}`,
+        message: "holds an unpaired UTF-16 surrogate, which is not Unicode text (RFC 7493)",
+      };
+    }
+  }
+  if (body.metadata === undefined) return undefined;
+  const problem = checkJsonShape(body.metadata, checks.metadata ?? DEFAULT_METADATA_LIMITS);
+  if (problem) {
+    const key = METADATA_KEYS[problem.rule];
+    return {
+      pointer: `/metadata${problem.pointer}`,
+      message: key ? `${problem.message} (${key})` : problem.message,
+    };
+  }
+  if (checks.text !== undefined && containsNumber(body.metadata)) {
+    const lossy = lossyNumbers(checks.text);
+    if (lossy.length > 0) {
+      return {
+        pointer: "/metadata",
+        message: `the number ${lossy[0]?.slice(0, 40)} cannot be kept exactly (a 64-bit float holds it as ${String(Number(lossy[0]))}); send it as a string`,
+      };
+    }
+  }
+  return undefined;
+}
+
 /**
  * Validates a parsed JSON value as a run request. Every problem is reported with a JSON pointer;
  * the first problem's text is the detail.
  */
-export function validateRunRequest(value: unknown): RunRequest {
+export function validateRunRequest(value: unknown, checks: RunRequestChecks = {}): RunRequest {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new InvalidRequestError({
       detail: "The body must be a JSON object.",
@@ -85,13 +155,17 @@ export function validateRunRequest(value: unknown): RunRequest {
     if (!KNOWN_FIELDS.has(key)) {
       errors.push({
         pointer: `/${escapePointer(key)}`,
-        message: MISPLACED[key] ?? `unknown field '${key}'`,
+        message: MISPLACED[key] ?? `unknown field '${key.slice(0, 100)}'`,
       });
     }
   }
   // The compiled check is cheap; the error walk (an iterator over the schema) runs only for bodies
   // that fail, so a valid request pays for one pass.
-  if (errors.length === 0 && checker.Check(value)) return value as RunRequest;
+  if (errors.length === 0 && checker.Check(value)) {
+    const problem = checkContent(value as RunRequest, checks);
+    if (problem) throw refuse([problem]);
+    return value as RunRequest;
+  }
   const seen = new Set(errors.map((e) => e.pointer));
   for (const error of checker.Errors(value)) {
     // TypeBox also reports unknown properties; those are already worded above.
@@ -99,13 +173,9 @@ export function validateRunRequest(value: unknown): RunRequest {
     seen.add(error.path);
     errors.push({ pointer: error.path, message: messageFor(error) });
   }
-  const body = value as RunRequest;
-  if (errors.length > 0) {
-    const first = errors[0] as FieldError;
-    throw new InvalidRequestError({
-      detail: `${first.pointer.slice(1) || "body"}: ${first.message}`,
-      errors,
-    });
+  if (errors.length === 0) {
+    // Defensive: Check and Errors disagreed; refuse rather than accept unchecked.
+    errors.push({ pointer: "", message: "does not match the run request schema" });
   }
-  return body;
+  throw refuse(errors);
 }

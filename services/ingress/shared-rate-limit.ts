@@ -1,4 +1,5 @@
-import type { KV } from "@nats-io/kv";
+import { type KV, Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.ts";
@@ -25,12 +26,36 @@ export interface SharedRateLimiterDeps {
   readonly kv: KV;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** Share of a minute's budget one lease takes (default 1%). */
+  /** Share of a minute's budget one lease takes at least (default 1%). */
   readonly leaseFraction?: number;
   /** How long leased tokens stay usable (default 2 s): unused ones lapse, never pile up. */
   readonly leaseMs?: number;
-  /** Longest wait for the shared bucket before falling back to this replica's own (50 ms). */
+  /**
+   * Longest wait for the shared bucket before falling back to this replica's own (default 1 s):
+   * long enough that a busy process or a KV leader change does not trip it.
+   */
   readonly timeoutMs?: number;
+}
+
+/** KV bucket of the shared client budgets. */
+export const RATE_BUCKET = "sy_rate";
+/**
+ * A budget untouched for a minute is full again, so an entry may go after that: idle clients
+ * cost no storage. 90 s leaves a margin for clocks.
+ */
+const RATE_ENTRY_TTL_MS = 90_000;
+
+/** Opens (creating when missing) the bucket of shared client budgets. */
+export function openRateBucket(
+  nc: NatsConnection,
+  options: { readonly replicas: number },
+): Promise<KV> {
+  return new Kvm(nc).create(RATE_BUCKET, {
+    history: 1,
+    replicas: options.replicas,
+    ttl: RATE_ENTRY_TTL_MS,
+    storage: "file",
+  });
 }
 
 const encoder = new TextEncoder();
@@ -38,10 +63,11 @@ const decoder = new TextDecoder();
 
 /**
  * Per-client rate limits shared by every ingress replica (docs/api.md, "Rate limits"). The budget
- * is one token bucket per client in KV; a replica leases small chunks of it (1% of a minute's
- * worth, at least one token) with compare-and-set and spends them locally, so a request costs a
- * KV round trip only once per chunk. Over-admission is bounded by one chunk per replica, and
- * leased tokens lapse after 2 s. Concurrent requests of one client share one lease in flight.
+ * is one token bucket per client in KV; a replica leases chunks of it (1% of a minute's worth, or
+ * as many as are waiting up to 10%) with compare-and-set and spends them locally, so a request
+ * costs a KV round trip only once per chunk. Leased tokens have left the shared bucket, so the
+ * replicas together never admit more than the limit; unused ones lapse after 2 s (a client may
+ * get slightly less, never more). Concurrent requests of one client share one lease in flight.
  *
  * When the shared bucket cannot be reached in time (NATS slow or away), the replica falls back to
  * its own in-memory bucket at the full rate: it fails open, admitting up to replicas × the
@@ -50,7 +76,7 @@ const decoder = new TextDecoder();
 export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRateLimiter {
   const leaseFraction = deps.leaseFraction ?? 0.01;
   const leaseMs = deps.leaseMs ?? 2_000;
-  const timeoutMs = deps.timeoutMs ?? 50;
+  const timeoutMs = deps.timeoutMs ?? 1_000;
   const local = new Map<string, Allowance>();
   const inFlight = new Map<string, Promise<number>>();
   const fallback: RateLimiter = createRateLimiter(deps.clock);
@@ -61,7 +87,7 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
     // KV keys allow letters, digits and `-/_=.`; limiter keys look like `client:<id>`.
     const key = name.replaceAll(":", ".");
     const ratePerMs = perMinute / 60_000;
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < 20; round++) {
       const entry = await deps.kv.get(key);
       const now = deps.clock.now().getTime();
       const stored =
@@ -97,11 +123,28 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
       );
     });
 
-  const refill = async (key: string, perMinute: number): Promise<number> => {
-    const want = Math.max(1, Math.ceil(perMinute * leaseFraction));
-    const got = await withTimeout(lease(key, perMinute, want));
-    if (got > 0) local.set(key, { tokens: got, expiresAt: deps.clock.now().getTime() + leaseMs });
-    return got;
+  /** Takers waiting for a lease, per key: a lease covers them all when it can. */
+  const waiting = new Map<string, number>();
+
+  const credit = (key: string, tokens: number) => {
+    const now = deps.clock.now().getTime();
+    const held = local.get(key);
+    const usable = held && now < held.expiresAt ? held.tokens : 0;
+    local.set(key, { tokens: usable + tokens, expiresAt: now + leaseMs });
+  };
+
+  const refill = (key: string, perMinute: number): Promise<number> => {
+    // At least 1% of the minute; as many as are waiting, up to 10%, so a burst costs a few
+    // round trips rather than one per 1%.
+    const least = Math.max(1, Math.ceil(perMinute * leaseFraction));
+    const most = Math.max(least, Math.ceil(perMinute * 0.1));
+    const want = Math.min(most, Math.max(least, waiting.get(key) ?? 0));
+    // A lease that completes after the timeout still credits its tokens: taken, so not lost.
+    const work = lease(key, perMinute, want).then((got) => {
+      if (got > 0) credit(key, got);
+      return got;
+    });
+    return withTimeout(work);
   };
 
   return {
@@ -116,6 +159,7 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
           allowance.tokens -= 1;
           return 0;
         }
+        waiting.set(key, (waiting.get(key) ?? 0) + 1);
         let pending = inFlight.get(key);
         if (pending === undefined) {
           pending = refill(key, perMinute).finally(() => inFlight.delete(key));
@@ -133,6 +177,10 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
             );
           }
           return fallback.take(key, perMinute);
+        } finally {
+          const left = (waiting.get(key) ?? 1) - 1;
+          if (left > 0) waiting.set(key, left);
+          else waiting.delete(key);
         }
         if (got <= 0) return -got;
       }

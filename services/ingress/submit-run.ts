@@ -1,4 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { InvalidArgumentError } from "@nats-io/transport-node";
 import { appendEvent, classifyNatsError, readLastEvent } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
@@ -10,7 +11,11 @@ import {
   requestFingerprint,
   toJobResource,
 } from "../../shared/domain/index.ts";
-import { RequestConflictError, UnavailableError } from "../../shared/errors/index.ts";
+import {
+  PayloadTooLargeError,
+  RequestConflictError,
+  UnavailableError,
+} from "../../shared/errors/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
 import type { RunRequest } from "./run-request.ts";
@@ -101,6 +106,15 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
         }
         return { created: false, job: await existing(client, jobId, fingerprint) };
       } catch (err) {
+        if (err instanceof InvalidArgumentError) {
+          // Only the payload size is an invalid argument here (the subject is built from checked
+          // ids). The body limit is derived so this cannot happen; if it does, say what it is.
+          throw new PayloadTooLargeError({
+            detail:
+              "The run's event would be larger than the event store accepts (NATS max_payload); send a smaller body.",
+            cause: err,
+          });
+        }
         throw classifyNatsError(err) ?? err;
       }
     },

@@ -1,2 +1,2 @@
 export { createProjector, type Projector } from "./projector.ts";
-export { rebuildProjection } from "./rebuild.ts";
+export { ProjectorRunningError, rebuildProjection } from "./rebuild.ts";

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { listenOrExplain } from "../../shared/http/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
 export interface AdminServerDeps {
@@ -9,7 +10,10 @@ export interface AdminServerDeps {
   readonly logger: Logger;
 }
 
-/** /healthz, /readyz and /metrics for services without an API port (projector, executor, callback). */
+/**
+ * /healthz, /readyz and /metrics on the admin port of every service. The ingress's API port does
+ * not serve /metrics: keep the admin port out of the Service and Ingress that callers reach.
+ */
 export function startAdminServer(deps: AdminServerDeps): { port: number; stop(): Promise<void> } {
   const app = new Elysia()
     .get("/healthz", () => Response.json({ status: "ok" }))
@@ -22,8 +26,12 @@ export function startAdminServer(deps: AdminServerDeps): { port: number; stop():
       if (!deps.metrics) return new Response("", { status: 404 });
       const { contentType, body } = await deps.metrics();
       return new Response(body, { headers: { "content-type": contentType } });
-    })
-    .listen({ hostname: deps.host, port: deps.port });
+    });
+  listenOrExplain(
+    () =>
+      app.listen({ hostname: deps.host, port: deps.port, reusePort: false, development: false }),
+    `${deps.host}:${deps.port} (admin.host / admin.port)`,
+  );
   const port = app.server?.port ?? 0;
   deps.logger.info({ port }, "admin server listening");
   return {

@@ -1,8 +1,14 @@
 import { hostname } from "node:os";
 import { STORE_VERSION, StoreOutdatedError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
-import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
-import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
+import {
+  type ClientDirectory,
+  type Config,
+  createClientDirectory,
+  createRouteTable,
+  parseDuration,
+} from "../../shared/config/index.ts";
+import { type ConnectWait, connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -15,6 +21,8 @@ import { createProjector } from "../projector/index.ts";
 import { startAdminServer } from "./admin.ts";
 import { startAuditCheckpoints } from "./audit.ts";
 import { startConsumerStats } from "./consumer-stats.ts";
+import { checkAnswerCaps } from "./limits.ts";
+import { createReloader, type ReloadOutcome } from "./reload.ts";
 import { startSearchIndex } from "./search-index.ts";
 
 export const SERVICE_NAMES = ["ingress", "projector", "executor", "callback"] as const;
@@ -27,6 +35,8 @@ export interface RunDeps {
   readonly ids: IdGenerator;
   /** Defaults to a fresh registry; /metrics exposes it. */
   readonly metrics?: HubMetrics;
+  /** The first NATS connection: a countdown while the server is unreachable. */
+  readonly onNatsWaiting?: (wait: ConnectWait) => void;
   /** Spans of every service (shared/telemetry); the caller owns it and shuts it down. */
   readonly tracing?: Tracing;
 }
@@ -35,8 +45,12 @@ export interface RunningHub {
   readonly hub: HubConnection;
   readonly metrics: HubMetrics;
   readonly ingress?: RunningIngress;
+  /** healthz, readyz and metrics (admin.host/port), in every process. */
+  readonly admin: { readonly port: number; readonly url: string };
   /** Graceful stop: intake first, then in-flight work, then the NATS connection. */
   stop(): Promise<void>;
+  /** Applies a reloaded configuration: clients at once, the rest named as needing a restart. */
+  reload(next: Config): Promise<ReloadOutcome>;
 }
 
 interface Stoppable {
@@ -53,41 +67,109 @@ export async function startServices(
   deps: RunDeps,
 ): Promise<RunningHub> {
   const { config, logger } = deps;
-  const hub = await connectHub(config, logger, services.join("+"));
+  const hub = await connectHub(
+    config,
+    logger,
+    services.join("+"),
+    deps.onNatsWaiting ? { onWaiting: deps.onNatsWaiting } : {},
+  );
   if (hub.storeVersion < STORE_VERSION) {
     await hub.drain();
     throw new StoreOutdatedError(hub.storeVersion);
   }
+  // Clients (credentials, callback secrets) follow reloads; retired entries drop out by date.
+  const clients = createClientDirectory(config.clients);
   const metrics = deps.metrics ?? createMetrics();
   for (const service of services) metrics.serviceInfo.set({ service }, 1);
-  const tracing = deps.tracing ? { tracing: deps.tracing } : {};
   const stoppables: Stoppable[] = [];
-  let ingress: RunningIngress | undefined;
   let draining = false;
   const ready = async () => !draining && (await hub.topologyReady());
-  // The search index: opened where it is read (ingress) or written (projector), issue 16.
-  const search = await startSearchIndex({ services, hub, config, logger });
+  const stopAll = async () => {
+    draining = true;
+    for (const s of stoppables) {
+      await s.stop().catch((err: unknown) => logger.error({ service: s.name, err }, "stop failed"));
+    }
+    await hub.drain();
+    // The spans of the work just finished, before the caller exits.
+    await deps.tracing?.flush().catch(() => {});
+  };
+  let parts: Parts;
+  try {
+    // The search index: opened where it is read (ingress) or written (projector), issue 16.
+    const search = await startSearchIndex({ services, hub, config, logger });
+    stoppables.push({ name: "search index", stop: search.close });
+    const tracing = deps.tracing ? { tracing: deps.tracing } : {};
+    const ctx = { deps, hub, clients, metrics, ready, stoppables, search, tracing };
+    parts = await startParts(services, ctx);
+  } catch (err) {
+    // A refused start (a limit, a busy port) leaves nothing running behind.
+    await stopAll();
+    throw err;
+  }
+  const { ingress, admin } = parts;
+  const reloader = createReloader({
+    running: config,
+    clients,
+    ...(ingress ? { afterClients: ingress.reloadClients } : {}),
+    logger,
+  });
+  const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 15_000 });
+  stoppables.push({ name: "consumer stats", stop: stats.stop });
+  return {
+    hub,
+    metrics,
+    ...(ingress ? { ingress } : {}),
+    admin: { port: admin.port, url: `http://${config.admin.host}:${admin.port}` },
+    reload: reloader.reload,
+    stop: stopAll,
+  };
+}
 
+interface Parts {
+  readonly ingress?: RunningIngress;
+  readonly admin: { readonly port: number };
+}
+
+interface PartsContext {
+  readonly deps: RunDeps;
+  readonly hub: HubConnection;
+  readonly clients: ClientDirectory;
+  readonly metrics: HubMetrics;
+  readonly ready: () => Promise<boolean>;
+  /** Filled as parts start, so a failure can stop what already runs. */
+  readonly stoppables: Stoppable[];
+  /** The search index (issue 16): read by the ingress, written by the projector's indexer. */
+  readonly search: Awaited<ReturnType<typeof startSearchIndex>>;
+  readonly tracing: { readonly tracing?: Tracing };
+}
+
+/** Starts the named services and the admin server, registering each as it runs. */
+async function startParts(services: readonly ServiceName[], ctx: PartsContext): Promise<Parts> {
+  const { deps, hub, clients, metrics, stoppables, tracing } = ctx;
+  const { config, logger } = deps;
+  let ingress: RunningIngress | undefined;
   if (services.includes("ingress")) {
     ingress = await startIngress({
       hub,
       ...deps,
       metrics,
+      clients,
       logger: logger.child({ component: "ingress" }),
-      ...search.ingress,
+      ...ctx.search.ingress,
     });
     stoppables.push({ name: "ingress", stop: ingress.stop });
-  } else {
-    const admin = startAdminServer({
-      host: config.admin.host,
-      port: config.admin.port,
-      ready,
-      metrics: metrics.expose,
-      logger,
-    });
-    stoppables.push({ name: "admin", stop: admin.stop });
   }
+  // Metrics are never on the API port: they say too much about traffic to serve to callers.
+  const admin = startAdminServer({
+    host: config.admin.host,
+    port: config.admin.port,
+    ready: ctx.ready,
+    metrics: metrics.expose,
+    logger,
+  });
+  stoppables.push({ name: "admin", stop: admin.stop });
   if (services.includes("executor")) {
+    checkAnswerCaps(config, hub.nc.info?.max_payload ?? Number.MAX_SAFE_INTEGER);
     const executor = await startExecutorService({
       nc: hub.nc,
       js: hub.js,
@@ -103,38 +185,14 @@ export async function startServices(
     });
     stoppables.push({ name: "executor", stop: executor.stop });
   }
-  if (services.includes("projector")) {
-    const projectorLogger = logger.child({ component: "projector" });
-    const projector = createProjector({
-      js: hub.js,
-      jsm: hub.jsm,
-      kv: hub.jobs,
-      logger: projectorLogger,
-      lingerMs: parseDuration(config.projector.linger),
-      // Several projector replicas may run: one folds, the others stand by.
-      lease: createLease({
-        kv: await openLeaseBucket(hub.nc, { replicas: config.nats.replicas }),
-        key: "projector",
-        holder: `${hostname()}/${process.pid}`,
-        logger: projectorLogger,
-      }),
-      metrics,
-      ...tracing,
-    });
-    await projector.start();
-    stoppables.push({ name: "projector", stop: projector.stop });
-    await search.startIndexer(stoppables);
-    const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
-    if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });
-  }
+  if (services.includes("projector")) await startProjector(ctx);
   if (services.includes("callback")) {
-    const routes = createRouteTable(config);
     const callback = createCallbackService({
       js: hub.js,
       jsm: hub.jsm,
       settings: callbackSettings(config),
       replicas: config.nats.replicas,
-      client: routes.client,
+      client: createRouteTable(config, clients).client,
       logger: logger.child({ component: "callback" }),
       clock: deps.clock,
       ids: deps.ids,
@@ -144,23 +202,32 @@ export async function startServices(
     await callback.start();
     stoppables.push({ name: "callback", stop: callback.stop });
   }
-  const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 15_000 });
-  stoppables.push({ name: "consumer stats", stop: stats.stop });
-  stoppables.push({ name: "search index", stop: search.close });
-  return {
-    hub,
+  return { ...(ingress ? { ingress } : {}), admin };
+}
+
+async function startProjector(ctx: PartsContext): Promise<void> {
+  const { deps, hub, stoppables, metrics, tracing } = ctx;
+  const { config, logger } = deps;
+  const projectorLogger = logger.child({ component: "projector" });
+  const projector = createProjector({
+    js: hub.js,
+    jsm: hub.jsm,
+    kv: hub.jobs,
+    logger: projectorLogger,
+    lingerMs: parseDuration(config.projector.linger),
+    // Several projector replicas may run: one folds, the others stand by.
+    lease: createLease({
+      kv: await openLeaseBucket(hub.nc, { replicas: config.nats.replicas }),
+      key: "projector",
+      holder: `${hostname()}/${process.pid}`,
+      logger: projectorLogger,
+    }),
     metrics,
-    ...(ingress ? { ingress } : {}),
-    async stop() {
-      draining = true;
-      for (const s of stoppables) {
-        await s
-          .stop()
-          .catch((err: unknown) => logger.error({ service: s.name, err }, "stop failed"));
-      }
-      await hub.drain();
-      // The spans of the work just finished, before the caller exits.
-      await deps.tracing?.flush().catch(() => {});
-    },
-  };
+    ...tracing,
+  });
+  await projector.start();
+  stoppables.push({ name: "projector", stop: projector.stop });
+  await ctx.search.startIndexer(stoppables);
+  const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
+  if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });
 }

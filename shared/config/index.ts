@@ -1,3 +1,4 @@
+export * from "./clients.ts";
 export * from "./duration.ts";
 export * from "./load.ts";
 export * from "./operations.ts";

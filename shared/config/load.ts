@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import type { TSchema } from "@sinclair/typebox";
 import { Value, type ValueError } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
+import { semanticIssues } from "./checks.ts";
 import { operationsIssues } from "./operations.ts";
 import { type Config, ConfigSchema } from "./schema.ts";
 
@@ -37,44 +40,73 @@ export function pointerToKey(pointer: string): string {
     );
 }
 
-/**
- * Replaces `${NAME}` in every string with the environment value, so secrets stay out of the file.
- * A missing variable is an issue naming the key that referenced it.
- */
-function substituteEnv(
-  value: unknown,
-  env: Readonly<Record<string, string | undefined>>,
-  pointer: string,
-  issues: ConfigIssue[],
-  seen: WeakSet<object> = new WeakSet(),
-): unknown {
-  if (typeof value === "string") {
-    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
-      const found = env[name];
-      if (found === undefined) {
-        issues.push({
+/** Reads a file named by `${file:PATH}`; the entry point's filesystem by default. */
+export type SecretFileReader = (path: string) => string;
+
+const defaultReadFile: SecretFileReader = (path) => readFileSync(path, "utf8");
+
+interface Substitution {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly readFile: SecretFileReader;
+  readonly issues: ConfigIssue[];
+  /** Files read for `${file:…}`, so a watcher can follow them too. */
+  readonly files: Set<string>;
+}
+
+function substituteText(value: string, pointer: string, sub: Substitution): string {
+  return value.replace(/\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*))\}/g, (_, file, name) => {
+    if (typeof file === "string") {
+      sub.files.add(file);
+      try {
+        // One trailing newline is what editors and `kubectl create secret --from-file` leave.
+        return sub.readFile(file).replace(/\r?\n$/, "");
+      } catch (err) {
+        const reason = (err as { code?: string }).code ?? "unreadable";
+        sub.issues.push({
           key: pointerToKey(pointer),
-          message: `environment variable ${name} is not set`,
+          message: `cannot read file ${file} (${reason})`,
         });
         return "";
       }
-      return found;
-    });
-  }
+    }
+    const found = sub.env[name as string];
+    if (found === undefined) {
+      sub.issues.push({
+        key: pointerToKey(pointer),
+        message: `environment variable ${name} is not set`,
+      });
+      return "";
+    }
+    return found;
+  });
+}
+
+/**
+ * Replaces `${NAME}` in every string with the environment value and `${file:PATH}` with the
+ * contents of a file (secrets mounted as files can change without a restart), so secrets stay
+ * out of the config file. A missing variable or file is an issue naming the key that referenced it.
+ */
+function substitute(
+  value: unknown,
+  pointer: string,
+  sub: Substitution,
+  seen: WeakSet<object> = new WeakSet(),
+): unknown {
+  if (typeof value === "string") return substituteText(value, pointer, sub);
   if (value !== null && typeof value === "object") {
     // YAML aliases can make a value contain itself; a config never needs that.
     if (seen.has(value)) {
-      issues.push({ key: pointerToKey(pointer), message: "refers to itself through a YAML alias" });
+      sub.issues.push({
+        key: pointerToKey(pointer),
+        message: "refers to itself through a YAML alias",
+      });
       return null;
     }
     seen.add(value);
     const out = Array.isArray(value)
-      ? value.map((v, i) => substituteEnv(v, env, `${pointer}/${i}`, issues, seen))
+      ? value.map((v, i) => substitute(v, `${pointer}/${i}`, sub, seen))
       : Object.fromEntries(
-          Object.entries(value).map(([k, v]) => [
-            k,
-            substituteEnv(v, env, `${pointer}/${k}`, issues, seen),
-          ]),
+          Object.entries(value).map(([k, v]) => [k, substitute(v, `${pointer}/${k}`, sub, seen)]),
         );
     seen.delete(value);
     return out;
@@ -85,55 +117,67 @@ function substituteEnv(
 function describe(error: ValueError): string {
   const pattern: unknown = error.schema.pattern;
   if (typeof pattern === "string") return `must match ${pattern}`;
+  const members: unknown = error.schema.anyOf;
+  if (Array.isArray(members)) {
+    // A union (a plain entry or one with retire_at): describe the member of the value's kind.
+    const kind = typeof error.value;
+    const same = members.find((m: { type?: string }) => m.type === kind) as TSchema | undefined;
+    if (same) {
+      const inner = Value.Errors(same, error.value).First();
+      if (inner) return `${inner.path ? `${inner.path.slice(1)} ` : ""}${describe(inner)}`;
+    }
+  }
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
 }
 
-/** Checks that cannot be said in JSON Schema: unique ids and keys, and how clients authenticate. */
-function crossCheck(config: Config): ConfigIssue[] {
-  const issues: ConfigIssue[] = [];
-  const seenClients = new Map<string, number>();
-  config.clients.forEach((client, i) => {
-    const earlier = seenClients.get(client.id);
-    if (earlier !== undefined) {
-      issues.push({
-        key: `clients[${i}].id`,
-        message: `duplicate client id (also clients[${earlier}])`,
-      });
-    }
-    seenClients.set(client.id, i);
-    if (client.token_sha256.length === 0 && client.jwt === undefined) {
-      issues.push({ key: `clients[${i}]`, message: "needs token_sha256 or jwt to authenticate" });
-    }
-    if (client.jwt && !client.jwt.jwks_url === !client.jwt.public_key_pem) {
-      issues.push({
-        key: `clients[${i}].jwt`,
-        message: "set exactly one of jwks_url or public_key_pem",
-      });
-    }
-  });
-  const seenRoutes = new Map<string, number>();
-  config.routes.forEach((route, i) => {
-    const earlier = seenRoutes.get(route.key);
-    if (earlier !== undefined) {
-      issues.push({
-        key: `routes[${i}].key`,
-        message: `duplicate route key (also routes[${earlier}])`,
-      });
-    }
-    seenRoutes.set(route.key, i);
-  });
-  issues.push(...operationsIssues(config));
-  return issues;
+/** True when `key` is `prefix` or lies under it ("clients[0]" holds "clients[0].jwt.issuer"). */
+function under(key: string, prefix: string): boolean {
+  return (
+    key === prefix ||
+    key.startsWith(`${prefix}.`) ||
+    key.startsWith(`${prefix}[`) ||
+    prefix.startsWith(`${key}.`) ||
+    prefix.startsWith(`${key}[`)
+  );
 }
 
 /**
- * Parses, substitutes `${ENV}` references, applies defaults and validates a YAML (or JSON) config.
- * Throws {@link ConfigError} naming every bad key; never returns a half-valid config.
+ * Defaults that follow other keys: a route that does not set max_input_bytes gets at most the
+ * body limit (an input larger than the body cannot arrive). Set explicitly above it, the route is
+ * a problem the semantic checks name.
+ */
+function deriveDefaults(raw: unknown, config: unknown): void {
+  const maxBody = (config as { server?: { max_body_bytes?: unknown } }).server?.max_body_bytes;
+  const rawRoutes = (raw as { routes?: unknown }).routes;
+  const routes = (config as { routes?: unknown }).routes;
+  if (typeof maxBody !== "number" || !Array.isArray(rawRoutes) || !Array.isArray(routes)) return;
+  routes.forEach((route: unknown, i) => {
+    const given = rawRoutes[i] as { max_input_bytes?: unknown } | undefined;
+    const target = route as { max_input_bytes?: unknown } | null;
+    if (given?.max_input_bytes === undefined && typeof target?.max_input_bytes === "number") {
+      target.max_input_bytes = Math.min(target.max_input_bytes, maxBody);
+    }
+  });
+}
+
+export interface ParseOptions {
+  /** Reads `${file:PATH}` references; tests pass their own. */
+  readonly readFile?: SecretFileReader;
+  /** Receives the paths of the files read for `${file:…}` (a reload watches them). */
+  readonly filesRead?: (paths: readonly string[]) => void;
+}
+
+/**
+ * Parses, substitutes `${ENV}` and `${file:PATH}` references, applies defaults and validates a
+ * YAML (or JSON) config: the schema, then every semantic check (duplicates, secrets, CIDRs, keys,
+ * limits) on the parts the schema accepted. Throws {@link ConfigError} listing every problem at
+ * once, each with its key; never returns a half-valid config.
  */
 export function parseConfig(
   text: string,
   env: Readonly<Record<string, string | undefined>>,
   source = "config",
+  options: ParseOptions = {},
 ): Config {
   let raw: unknown;
   try {
@@ -146,29 +190,44 @@ export function parseConfig(
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new ConfigError(source, [{ key: "(root)", message: "must be a mapping" }]);
   }
-  const issues: ConfigIssue[] = [];
-  const substituted = substituteEnv(raw, env, "", issues);
-  if (issues.length > 0) throw new ConfigError(source, issues);
+  const sub: Substitution = {
+    env,
+    readFile: options.readFile ?? defaultReadFile,
+    issues: [],
+    files: new Set(),
+  };
+  const substituted = substitute(raw, "", sub);
+  options.filesRead?.([...sub.files]);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(substituted));
-  const schemaIssues = [...Value.Errors(ConfigSchema, withDefaults)].map((e) => ({
-    key: pointerToKey(e.path),
-    message: describe(e),
-  }));
-  if (schemaIssues.length > 0) {
-    // Union members each report; keep the first message per key so the list stays readable.
-    const firstPerKey = [...new Map(schemaIssues.map((i) => [i.key, i])).values()];
-    throw new ConfigError(source, firstPerKey);
+  // Union members each report; keep the first message per key so the list stays readable.
+  const schemaIssues = [
+    ...new Map(
+      [...Value.Errors(ConfigSchema, withDefaults)].map((e) => {
+        const key = pointerToKey(e.path);
+        return [key, { key, message: describe(e) }] as const;
+      }),
+    ).values(),
+  ];
+  deriveDefaults(substituted, withDefaults);
+  const substitutionKeys = new Set(sub.issues.map((i) => i.key));
+  const issues = [...sub.issues, ...schemaIssues.filter((i) => !substitutionKeys.has(i.key))];
+  const unclean = issues.map((i) => i.key);
+  const clean = (prefix: string) => !unclean.some((key) => under(key, prefix));
+  try {
+    issues.push(...semanticIssues(withDefaults as Config, clean));
+    issues.push(...operationsIssues(withDefaults as Config));
+  } catch {
+    // A shape the schema already refused; its issues are listed.
   }
-  const config = withDefaults as Config;
-  const cross = crossCheck(config);
-  if (cross.length > 0) throw new ConfigError(source, cross);
-  return config;
+  if (issues.length > 0) throw new ConfigError(source, issues);
+  return withDefaults as Config;
 }
 
 /** Reads and parses a config file; see {@link parseConfig}. */
 export async function loadConfigFile(
   path: string,
   env: Readonly<Record<string, string | undefined>>,
+  options: ParseOptions = {},
 ): Promise<Config> {
   let text: string;
   try {
@@ -178,5 +237,5 @@ export async function loadConfigFile(
       { key: "(file)", message: `cannot read: ${(err as Error).message}` },
     ]);
   }
-  return parseConfig(text, env, path);
+  return parseConfig(text, env, path, options);
 }

@@ -99,13 +99,20 @@ export type IndexConfig = Static<typeof IndexConfig>;
 interface OperationsSections {
   readonly operators: readonly OperatorConfig[];
   readonly index: IndexConfig;
-  readonly clients: readonly { readonly token_sha256: readonly string[] }[];
+  /** Hashes as written: plain, or with a retirement date. */
+  readonly clients: readonly {
+    readonly token_sha256: readonly (string | { readonly sha256: string })[];
+  }[];
 }
 
 /** Checks JSON Schema cannot say: unique ids, a credential each, no token shared with a client. */
 export function operationsIssues(config: OperationsSections): { key: string; message: string }[] {
   const issues: { key: string; message: string }[] = [];
-  const clientHashes = new Set(config.clients.flatMap((c) => c.token_sha256));
+  const clientHashes = new Set(
+    config.clients.flatMap((c) =>
+      c.token_sha256.map((entry) => (typeof entry === "string" ? entry : entry.sha256)),
+    ),
+  );
   const seen = new Map<string, number>();
   config.operators.forEach((op, i) => {
     const earlier = seen.get(op.id);

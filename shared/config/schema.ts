@@ -26,23 +26,47 @@ const JwtConfig = Type.Object(
       { minItems: 1, uniqueItems: true },
     ),
     clock_tolerance_sec: Type.Integer({ minimum: 0, maximum: 300, default: 30 }),
+    /**
+     * Tokens must carry `exp`. Set false only to accept long-lived tokens from this issuer on
+     * purpose: they are then valid until the key that signed them is withdrawn.
+     */
+    require_exp: Type.Boolean({ default: true }),
   },
   { additionalProperties: false },
 );
 
+/** RFC 3339 with a zone: when a rotated-out credential stops being accepted or used. */
+const RETIRE_AT_PATTERN =
+  "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2})$";
+const RetireAt = Type.String({
+  pattern: RETIRE_AT_PATTERN,
+  description: "From this moment (RFC 3339) the entry is no longer accepted or used.",
+});
+const TOKEN_SHA256 = Type.String({ pattern: "^[0-9a-f]{64}$" });
+const WHSEC = Type.String({ pattern: "^whsec_[A-Za-z0-9+/=]+$" });
+
 const ClientConfig = Type.Object(
   {
     id: Type.String({ pattern: CLIENT_ID_PATTERN }),
-    token_sha256: Type.Array(Type.String({ pattern: "^[0-9a-f]{64}$" }), {
-      default: [],
-      uniqueItems: true,
-    }),
+    /** Hashes of the client's tokens; an entry with retire_at stops working at that moment. */
+    token_sha256: Type.Array(
+      Type.Union([
+        TOKEN_SHA256,
+        Type.Object({ sha256: TOKEN_SHA256, retire_at: RetireAt }, { additionalProperties: false }),
+      ]),
+      { default: [] },
+    ),
     jwt: Type.Optional(JwtConfig),
     routes: Type.Array(Type.String({ pattern: ROUTE_RULE_PATTERN }), { minItems: 1 }),
     runs_per_minute: Type.Integer({ minimum: 1, default: 600 }),
-    callback_secrets: Type.Array(Type.String({ pattern: "^whsec_[A-Za-z0-9+/=]+$" }), {
-      default: [],
-    }),
+    /** Every active secret signs each callback (one signature each); retire_at ends one. */
+    callback_secrets: Type.Array(
+      Type.Union([
+        WHSEC,
+        Type.Object({ secret: WHSEC, retire_at: RetireAt }, { additionalProperties: false }),
+      ]),
+      { default: [] },
+    ),
     callback_retry_schedule: Type.Optional(
       Type.Array(Type.String({ pattern: DURATION_PATTERN }), { minItems: 1, maxItems: 30 }),
     ),
@@ -114,7 +138,9 @@ const HttpExecutor = Type.Object(
       default: [],
       uniqueItems: true,
     }),
-    timeout: Duration("30s", "Budget of one task POST."),
+    timeout: Duration("30s", "Budget of one task POST, the answer's body included."),
+    /** Largest answer read; above it the job ends in error executor_response_too_large. */
+    max_response_bytes: Type.Integer({ minimum: 1024, maximum: 16_777_216, default: 262_144 }),
     /** Where a signed cancel request is POSTed once when a job of this route is cancelled. */
     cancel_url: Type.Optional(Type.String({ pattern: "^https?://", maxLength: 2048 })),
     max_attempts: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
@@ -159,7 +185,26 @@ export const ConfigSchema = Type.Object(
         host: Type.String({ default: "127.0.0.1" }),
         port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
         base_url: Type.Optional(Type.String({ pattern: "^https?://" })),
-        max_body_bytes: Type.Integer({ minimum: 1024, maximum: 16_777_216, default: 1_048_576 }),
+        max_body_bytes: Type.Optional(
+          Type.Integer({
+            minimum: 1024,
+            maximum: 67_108_864,
+            description:
+              "Request body limit (413). Unset: 1 MiB, or less when NATS max_payload needs it.",
+          }),
+        ),
+        metadata: Type.Object(
+          {
+            max_depth: Type.Integer({ minimum: 1, maximum: 64, default: 16 }),
+            max_members: Type.Integer({ minimum: 1, maximum: 100_000, default: 256 }),
+            max_string_length: Type.Integer({ minimum: 1, maximum: 1_048_576, default: 4096 }),
+          },
+          {
+            additionalProperties: false,
+            default: {},
+            description: "Bounds on a run's metadata; above them 400 naming the key.",
+          },
+        ),
         max_url_length: Type.Integer({ minimum: 256, maximum: 65_536, default: 4096 }),
         max_header_bytes: Type.Integer({
           minimum: 1024,
@@ -205,6 +250,10 @@ export const ConfigSchema = Type.Object(
         duplicate_window: Duration("2m", "JetStream Nats-Msg-Id window."),
         events_max_bytes: Type.Integer({ minimum: -1, default: -1 }),
         publish_timeout: Duration("5s", "How long POST /run waits for JetStream's ack."),
+        connect_timeout: Duration(
+          "60s",
+          "How long start-up retries an unreachable NATS before it exits non-zero.",
+        ),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -245,7 +294,16 @@ export const ConfigSchema = Type.Object(
 );
 
 export type Config = Static<typeof ConfigSchema>;
-export type ClientConfig = Static<typeof ClientConfig>;
+/** A client as written in the config: credentials may carry retirement dates. */
+export type ClientEntry = Static<typeof ClientConfig>;
+/**
+ * A client as services use it: only the credentials active at the moment it was looked up
+ * (shared/config/clients.ts), as plain strings.
+ */
+export type ClientConfig = Omit<ClientEntry, "token_sha256" | "callback_secrets"> & {
+  readonly token_sha256: readonly string[];
+  readonly callback_secrets: readonly string[];
+};
 export type RouteConfig = Static<typeof RouteConfig>;
 export type HttpExecutorConfig = Static<typeof HttpExecutor>;
 export type NatsExecutorConfig = Static<typeof NatsExecutor>;

@@ -41,6 +41,17 @@ function define(code: string, status: number, title: string) {
 
 export class InvalidRequestError extends define("invalid_request", 400, "Invalid request") {}
 export class MalformedJsonError extends define("malformed_json", 400, "Malformed JSON body") {}
+/** The request line or Host cannot be served: a bad Host, a proxy-style target for another host. */
+export class BadRequestError extends define("bad_request", 400, "Bad request") {}
+/**
+ * The client went away before its request was complete. Nobody reads the answer; it exists so the
+ * error path stays uniform, and it is logged at info, never as a server error.
+ */
+export class ClientDisconnectedError extends define(
+  "client_disconnected",
+  400,
+  "The client closed the request",
+) {}
 export class CallbackUrlRefusedError extends define(
   "callback_url_refused",
   400,

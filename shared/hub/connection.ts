@@ -4,9 +4,15 @@ import {
   jetstream,
   jetstreamManager,
 } from "@nats-io/jetstream";
-import type { KV } from "@nats-io/kv";
+import { type KV, Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { ensureTopology, TOPOLOGY } from "../bus/index.ts";
+import {
+  ensureTopology,
+  isJsError,
+  readStoreVersion,
+  STORE_VERSION,
+  TOPOLOGY,
+} from "../bus/index.ts";
 import { type Config, parseDuration } from "../config/index.ts";
 import type { Logger } from "../log/index.ts";
 import { coalesceWrites } from "../nats/index.ts";
@@ -28,25 +34,121 @@ export interface HubConnection {
   drain(): Promise<void>;
 }
 
+/** A first connection that did not succeed within nats.connect_timeout. */
+export class NatsUnreachableError extends Error {
+  readonly code = "nats_unreachable";
+  constructor(
+    readonly url: string,
+    readonly waitedMs: number,
+    reason: string,
+  ) {
+    super(
+      `cannot reach NATS at ${url} (${reason}); gave up after ${Math.round(waitedMs / 1000)} s (nats.connect_timeout). Check NATS_URL / nats.url and that the server runs.`,
+    );
+    this.name = "NatsUnreachableError";
+  }
+}
+
+/** The stream or buckets are missing and this connection may not create them. */
+export class HubNotFoundError extends Error {
+  readonly code = "hub_not_found";
+  constructor(url: string, missing: string) {
+    super(
+      `no Switchyard hub at ${url}: ${missing} does not exist. Nothing was created. Start the hub (switchyard up or serve) against this server first, or point NATS_URL at the hub's server.`,
+    );
+    this.name = "HubNotFoundError";
+  }
+}
+
+/** One failed attempt of the first connection, for a visible countdown. */
+export interface ConnectWait {
+  readonly url: string;
+  readonly attempt: number;
+  readonly reason: string;
+  readonly retryInMs: number;
+  readonly givesUpInMs: number;
+}
+
+export interface ConnectOptions {
+  /** Create or update the stream and buckets (services); false: they must exist (CLI commands). */
+  readonly createTopology?: boolean;
+  /** Called before each retry of the first connection. */
+  readonly onWaiting?: (wait: ConnectWait) => void;
+}
+
+const RETRY_STEPS_MS = [250, 1_000, 2_000, 5_000];
+
 /**
- * Connects to NATS (reconnecting forever), creates or updates the stream and buckets, and watches
- * the connection status so HTTP handlers can refuse at once while NATS is away.
+ * The first connection, retried with a visible countdown until nats.connect_timeout: a server that
+ * is down or an address that drops packets ends in {@link NatsUnreachableError}, not a silent
+ * hang. Later disconnects reconnect forever (the services answer 503 meanwhile).
+ */
+async function connectFirst(config: Config, name: string, options: ConnectOptions) {
+  const url = config.nats.url;
+  const budgetMs = parseDuration(config.nats.connect_timeout);
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    const leftMs = budgetMs - (Date.now() - started);
+    try {
+      return await connect({
+        servers: url.split(","),
+        name: `switchyard-${name}`,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+        waitOnFirstConnect: false,
+        timeout: Math.max(500, Math.min(5_000, leftMs)),
+        // nats.js otherwise builds an Error (with a stack) for every request, to point async
+        // failures at their caller: 3–9% of CPU in the hot services (bench profiles).
+        noAsyncTraces: true,
+      });
+    } catch (err) {
+      const reason = (err as Error).message || String(err);
+      const givesUpInMs = budgetMs - (Date.now() - started);
+      if (givesUpInMs <= 0) throw new NatsUnreachableError(url, Date.now() - started, reason);
+      const retryInMs = Math.min(RETRY_STEPS_MS[attempt - 1] ?? 5_000, givesUpInMs);
+      options.onWaiting?.({ url, attempt, reason, retryInMs, givesUpInMs });
+      await new Promise((resolve) => setTimeout(resolve, retryInMs));
+    }
+  }
+}
+
+/** Opens the stream's buckets without creating anything; throws HubNotFoundError if missing. */
+async function openTopology(nc: NatsConnection, jsm: JetStreamManager, url: string) {
+  for (const stream of [
+    TOPOLOGY.eventsStream,
+    `KV_${TOPOLOGY.jobsBucket}`,
+    `KV_${TOPOLOGY.metaBucket}`,
+  ]) {
+    try {
+      await jsm.streams.info(stream);
+    } catch (err) {
+      if (isJsError(err, "streamNotFound")) throw new HubNotFoundError(url, `stream ${stream}`);
+      throw err;
+    }
+  }
+  const kvm = new Kvm(nc);
+  const meta = await kvm.open(TOPOLOGY.metaBucket);
+  const found = await readStoreVersion(jsm, meta);
+  return {
+    jobs: await kvm.open(TOPOLOGY.jobsBucket),
+    meta,
+    // The stream exists, so the store is never "fresh" here.
+    storeVersion: found === "fresh" ? STORE_VERSION : found,
+  };
+}
+
+/**
+ * Connects to NATS (the first time with a bounded, visible retry; then reconnecting forever),
+ * creates or updates the stream and buckets (or, for commands, requires them), and watches the
+ * connection status so HTTP handlers can refuse at once while NATS is away.
  */
 export async function connectHub(
   config: Config,
   logger: Logger,
   name: string,
+  options: ConnectOptions = {},
 ): Promise<HubConnection> {
-  const nc = await connect({
-    servers: config.nats.url.split(","),
-    name: `switchyard-${name}`,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 250,
-    waitOnFirstConnect: true,
-    // nats.js otherwise builds an Error (with a stack) for every request, to point async
-    // failures at their caller: 3–9% of CPU in the hot services (bench profiles).
-    noAsyncTraces: true,
-  });
+  const nc = await connectFirst(config, name, options);
   if (!coalesceWrites(nc)) {
     logger.warn("nats.js internals changed: writes are not coalesced (slower, still correct)");
   }
@@ -64,12 +166,18 @@ export async function connectHub(
   })();
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const { jobs, meta, storeVersion } = await ensureTopology(nc, jsm, {
-    replicas: config.nats.replicas,
-    eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
-    duplicateWindowMs: parseDuration(config.nats.duplicate_window),
-    eventsMaxBytes: config.nats.events_max_bytes,
-  });
+  const { jobs, meta, storeVersion } =
+    options.createTopology === false
+      ? await openTopology(nc, jsm, config.nats.url).catch(async (err: unknown) => {
+          await nc.close();
+          throw err;
+        })
+      : await ensureTopology(nc, jsm, {
+          replicas: config.nats.replicas,
+          eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
+          duplicateWindowMs: parseDuration(config.nats.duplicate_window),
+          eventsMaxBytes: config.nats.events_max_bytes,
+        });
   logger.info(
     { server: nc.info?.version, replicas: config.nats.replicas },
     "nats connected, topology ready",

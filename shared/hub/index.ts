@@ -1,1 +1,8 @@
-export { connectHub, type HubConnection } from "./connection.ts";
+export {
+  type ConnectOptions,
+  type ConnectWait,
+  connectHub,
+  type HubConnection,
+  HubNotFoundError,
+  NatsUnreachableError,
+} from "./connection.ts";

@@ -58,6 +58,18 @@ export interface NatsServerOptions {
   readonly args?: readonly string[];
   /** How long to wait for the server to accept clients. */
   readonly startTimeoutMs?: number;
+  /**
+   * Tie the server's life to this process (default true): on Linux it is started through
+   * `setpriv --pdeathsig TERM`, so the kernel stops it when this process dies, even by SIGKILL.
+   */
+  readonly dieWithParent?: boolean;
+}
+
+/** util-linux's setpriv, which sets the parent-death signal and then execs (same pid). */
+function findSetpriv(env: NatsServerEnv): string | undefined {
+  if (process.platform !== "linux") return undefined;
+  const dirs = [...(env.PATH ?? "").split(delimiter).filter(Boolean), "/usr/bin", "/bin"];
+  return dirs.map((dir) => join(dir, "setpriv")).find((path) => existsSync(path));
 }
 
 export interface ManagedNatsServer {
@@ -66,6 +78,8 @@ export interface ManagedNatsServer {
   readonly host: string;
   readonly storeDir: string;
   readonly pid: number;
+  /** False when nothing ties the server to this process (no setpriv on this system). */
+  readonly diesWithParent: boolean;
   /** Everything the server wrote, for diagnostics. */
   output(): string;
   /** SIGTERM (graceful) or SIGKILL, then wait for exit. */
@@ -90,7 +104,11 @@ export async function startNatsServer(options: NatsServerOptions): Promise<Manag
     options.storeDir,
     ...(options.args ?? []),
   ];
-  const child = Bun.spawn([binary, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  // Bun spawns from its main thread, which lives as long as the process: the parent-death signal
+  // fires exactly when this process ends.
+  const setpriv = options.dieWithParent === false ? undefined : findSetpriv(options.env);
+  const command = setpriv ? [setpriv, "--pdeathsig", "TERM", binary, ...args] : [binary, ...args];
+  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   let log = "";
   let resolvePort: (port: number) => void = () => {};
   let rejectPort: (err: Error) => void = () => {};
@@ -135,6 +153,7 @@ export async function startNatsServer(options: NatsServerOptions): Promise<Manag
     host,
     storeDir: options.storeDir,
     pid: child.pid,
+    diesWithParent: setpriv !== undefined,
     output: () => log,
     async stop(signal = "SIGTERM") {
       if (child.exitCode !== null || child.signalCode !== null) return;

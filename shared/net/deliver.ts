@@ -16,7 +16,9 @@ export type DeliveryErrorClass =
   | "ssrf_blocked"
   | "redirect"
   | "http_status"
-  | "tls";
+  | "tls"
+  /** The answer's body passed maxResponseBytes; the connection was dropped there. */
+  | "response_too_large";
 
 /** Outcome of one POST attempt. Contains no bodies, headers or secrets, so it is safe to log. */
 export interface DeliveryAttempt {
@@ -43,12 +45,18 @@ export interface DeliverOptions extends EgressPolicy {
   body: string | Uint8Array;
   /** Usually `webhookHeaders(...)`; content-length is added here. */
   headers: Readonly<Record<string, string>>;
-  /** Budget for DNS, connect, TLS, request and bounded response read together. Default 15 s. */
+  /**
+   * Budget for DNS, connect, TLS, request and the whole response, body included, together.
+   * Default 15 s. A body still arriving at the deadline makes the attempt a timeout.
+   */
   timeoutMs?: number;
   resolver?: Resolver;
   /** Epoch milliseconds; used for durationMs and HTTP-date Retry-After. Default Date.now. */
   clock?: () => number;
-  /** Response bytes read (and discarded) before the connection is dropped. Default 64 KiB. */
+  /**
+   * Response body bytes read (and discarded) at most; beyond them the connection is dropped and
+   * the attempt fails with `response_too_large`. Default {@link DEFAULT_CALLBACK_RESPONSE_BYTES}.
+   */
   maxResponseBytes?: number;
   /** Extra trusted CA certificates (PEM), e.g. for a private PKI or tests. */
   ca?: string | readonly string[];
@@ -74,8 +82,23 @@ export function classifyNetworkError(code: string | undefined): DeliveryErrorCla
   return "network";
 }
 
+/** A receiver's answer is status and headers; its body is read only up to this and discarded. */
+export const DEFAULT_CALLBACK_RESPONSE_BYTES = 64 * 1024;
+
 class DeadlineExceeded extends Error {
   readonly code = "DEADLINE";
+}
+
+class ResponseTooLarge extends Error {
+  readonly code = "RESPONSE_TOO_LARGE";
+  constructor(readonly status: number) {
+    super("response body above the limit");
+  }
+}
+
+/** The receiver closed the connection before its body was complete. */
+class IncompleteResponse extends Error {
+  readonly code = "INCOMPLETE_RESPONSE";
 }
 
 interface RawResponse {
@@ -144,18 +167,33 @@ function send(
           retryAfter: firstHeader(res, "retry-after"),
         };
         let seen = 0;
-        const done = () => resolve(result);
-        // Read and discard; never buffer or log the receiver's body.
+        // Read and discard; never buffer or log the receiver's body. The answer counts only once
+        // it is complete, under the attempt's deadline and within the cap.
         res.on("data", (chunk: Buffer) => {
           seen += chunk.length;
           if (seen > maxResponseBytes) {
+            reject(new ResponseTooLarge(result.status));
             res.destroy();
-            done();
           }
         });
-        res.on("end", done);
-        res.on("close", done);
-        res.on("error", done);
+        res.on("end", () => resolve(result));
+        res.on("close", () => {
+          if (res.complete) resolve(result);
+          else
+            reject(
+              signal.aborted
+                ? new DeadlineExceeded("deadline exceeded")
+                : new IncompleteResponse("incomplete"),
+            );
+        });
+        res.on("error", () => {
+          if (!res.complete)
+            reject(
+              signal.aborted
+                ? new DeadlineExceeded("deadline exceeded")
+                : new IncompleteResponse("incomplete"),
+            );
+        });
       },
     );
     const onAbort = () => req.destroy(new DeadlineExceeded("deadline exceeded"));
@@ -184,7 +222,11 @@ function timeoutAfter(signal: AbortSignal): Promise<"timeout"> {
  * retry scheduling is the caller's job.
  */
 export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryAttempt> {
-  const { timeoutMs = 15_000, clock = Date.now, maxResponseBytes = 64 * 1024 } = options;
+  const {
+    timeoutMs = 15_000,
+    clock = Date.now,
+    maxResponseBytes = DEFAULT_CALLBACK_RESPONSE_BYTES,
+  } = options;
   const started = clock();
   const finish = (partial: Omit<DeliveryAttempt, "durationMs" | "gone"> & { gone?: boolean }) => ({
     gone: false,
@@ -234,6 +276,15 @@ export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryA
         },
       );
     } catch (err) {
+      if (err instanceof ResponseTooLarge) {
+        return finish({
+          ok: false,
+          errorClass: "response_too_large",
+          status: err.status,
+          address: pinned.address,
+          message: `the answer is larger than ${maxResponseBytes} bytes`,
+        });
+      }
       const code = err instanceof DeadlineExceeded ? "DEADLINE" : (err as { code?: unknown }).code;
       const errorClass =
         err instanceof DeadlineExceeded

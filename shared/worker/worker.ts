@@ -6,6 +6,7 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { isJsError } from "../bus/js-errors.ts";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
@@ -264,6 +265,37 @@ export function createWorker(options: WorkerOptions): Worker {
     });
   };
 
+  /**
+   * The executor service creates the route's work queue; wait for it rather than guess its limits,
+   * and say what is missing while waiting: a route that is not configured with executor kind nats
+   * (or an executor service that does not run) otherwise looks like a worker with nothing to do.
+   */
+  const waitForQueue = async (manager: JetStreamManager) => {
+    const name = taskConsumerName(options.route);
+    const started = Date.now();
+    let nextReport = started;
+    for (;;) {
+      let problem: string;
+      try {
+        await manager.consumers.info(TASK_STREAM, name);
+        return;
+      } catch (err) {
+        problem = isJsError(err, "consumerNotFound", "streamNotFound")
+          ? `route ${options.route} has no work queue (${TASK_STREAM}/${name}): is it configured with executor { kind: nats } and is the executor service running?`
+          : `cannot look up the work queue of route ${options.route}: ${(err as Error).message}`;
+      }
+      if (stopping) return;
+      if (Date.now() >= nextReport) {
+        logger.warn(
+          { route: options.route, waited_s: Math.round((Date.now() - started) / 1000) },
+          `${problem} Waiting for it.`,
+        );
+        nextReport = Date.now() + 15_000;
+      }
+      await Bun.sleep(500);
+    }
+  };
+
   return {
     async start() {
       jsm = await jetstreamManager(options.nc);
@@ -275,16 +307,9 @@ export function createWorker(options: WorkerOptions): Worker {
             cancels.get(notice.job_id)?.abort(new TaskCancelledError("the job was cancelled"));
         },
       });
-      // The executor service creates the route's consumer; wait for it rather than guess its limits.
-      for (;;) {
-        try {
-          await jsm.consumers.info(TASK_STREAM, taskConsumerName(options.route));
-          break;
-        } catch {
-          if (stopping) return;
-          await Bun.sleep(500);
-        }
-      }
+      await waitForQueue(jsm);
+      if (stopping) return;
+      // runPullLoop resumes after a pull that ends in an error (a restarting server answers 409).
       loop = pull();
       logger.info({ route: options.route, concurrency }, "worker started");
     },

@@ -13,9 +13,14 @@ const keys = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true 
 const privatePem = await exportPKCS8(keys.privateKey);
 const publicPem = await exportSPKI(keys.publicKey);
 
-async function cli(args: string[], natsUrl: string) {
+async function cli(
+  args: string[],
+  natsUrl: string,
+  where: { cwd?: string; env?: Record<string, string> } = {},
+) {
   const proc = Bun.spawn([process.execPath, MAIN, ...args], {
-    env: { ...process.env, NATS_URL: natsUrl, SWITCHYARD_CONFIG: "" },
+    ...(where.cwd ? { cwd: where.cwd } : {}),
+    env: { ...process.env, NATS_URL: natsUrl, SWITCHYARD_CONFIG: "", ...where.env },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -71,6 +76,20 @@ describe("audit trail (real nats-server)", () => {
       const live = await cli(["audit", "verify", "--public-key", pub], url);
       expect(live.stdout).toContain("0 divergences, 0 chain problems");
       expect(live.code).toBe(0);
+
+      // Auditors need only what they use: beside a hub config whose client secrets (environment
+      // variables) they do not have, with only a public key and a NATS URL, verify still runs.
+      const config = join(dir, "switchyard.yaml");
+      await Bun.write(
+        config,
+        `nats: { url: "nats://127.0.0.1:1" }\nclients:\n  - id: acme\n    token_sha256: ["\${ACME_HASH}"]\n    routes: ["*"]\n    callback_secrets: ["\${ACME_CALLBACK_SECRET}"]\n`,
+      );
+      const auditor = await cli(["audit", "verify", "--public-key", pub, "--nats-url", url], "", {
+        cwd: dir,
+        env: { SWITCHYARD_CONFIG: config },
+      });
+      expect({ code: auditor.code, stderr: auditor.stderr }).toEqual({ code: 0, stderr: "" });
+      expect(auditor.stdout).toContain("0 divergences, 0 chain problems");
 
       // Export the whole stream, then tamper with copies of it.
       const exported = await cli(["events"], url);

@@ -44,6 +44,19 @@ beforeAll(async () => {
     "/gone": [status(410)],
     "/moved": [status(302, { location: `${elsewhere.url}/target` })],
     "/busy": [status(503, { "retry-after": "1" }), status(204)],
+    // A 200 whose body is far above the 64 KiB read cap, then a plain 204.
+    "/huge-body": [() => new Response("x".repeat(4 * 1024 * 1024)), status(204)],
+    // A 200 whose body never ends (the attempt budget is 2 s), then a plain 204.
+    "/stall-body": [
+      () =>
+        new Response(
+          new ReadableStream({
+            start: (c) => c.enqueue(new TextEncoder().encode("ok")),
+            pull: () => new Promise(() => {}),
+          }),
+        ),
+      status(204),
+    ],
   });
   hub = await startCallbackHub({ resolver });
 });
@@ -134,6 +147,19 @@ describe("delivery", () => {
     });
     expect(job).toMatchObject({ status: "done", callback: { status: "delivered", attempts: 3 } });
     expect((job.callback as { last_attempt_at?: string }).last_attempt_at).toBeString();
+  });
+
+  test("a receiver's answer counts only when complete and small: huge or stalled bodies are failed attempts", async () => {
+    // A failed attempt is callback.attempted with its error class; the delivery that follows is
+    // recorded by callback.delivered itself.
+    const errorClasses = (events: JobEvent[]) =>
+      events.flatMap((e) => (e.type === "callback.attempted" ? [e.data.error_class] : []));
+    const huge = await settled("acme", await submit(TOKENS.acme, `${receiver.url}/huge-body`));
+    expect(huge.map((e) => e.type)).toEqual(["callback.attempted", "callback.delivered"]);
+    expect(errorClasses(huge)).toEqual(["response_too_large"]);
+    const stalled = await settled("acme", await submit(TOKENS.acme, `${receiver.url}/stall-body`));
+    expect(stalled.map((e) => e.type)).toEqual(["callback.attempted", "callback.delivered"]);
+    expect(errorClasses(stalled)).toEqual(["timeout"]);
   });
 
   test("a single-secret client is verified by the standardwebhooks package", async () => {

@@ -248,8 +248,9 @@ ${extra}`;
     expect(settings.maxWaitingPerDestination).toBe(5_000);
   });
 
-  test("a bad allowlist entry stops start-up naming the entry", () => {
-    const config = parseConfig(yaml("callbacks: { allow_cidrs: ['10.0.0.1/8'] }"), {});
-    expect(() => callbackSettings(config)).toThrow("did you mean 10.0.0.0/8?");
+  test("a bad allowlist entry stops start-up naming the entry (the config check, before connecting)", () => {
+    expect(() => parseConfig(yaml("callbacks: { allow_cidrs: ['10.0.0.1/8'] }"), {})).toThrow(
+      'callbacks.allow_cidrs[0]: invalid CIDR "10.0.0.1/8": host bits are set; did you mean 10.0.0.0/8?',
+    );
   });
 });

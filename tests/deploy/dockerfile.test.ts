@@ -89,6 +89,7 @@ describe("deploy/Dockerfile", () => {
       .map((e) => e.args)
       .join(" ");
     expect(env).toContain("SWITCHYARD_CONFIG=/etc/switchyard/switchyard.yaml");
+    expect(env).toContain("NODE_ENV=production");
   });
 
   test("the build context allow-list (Dockerfile.dockerignore) lets in what the build copies", () => {

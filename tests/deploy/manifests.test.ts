@@ -266,6 +266,17 @@ describe("overlays", () => {
       "switchyard-ingress",
     );
     expect(svc.spec.ports.map((p) => p.name)).toContain(backend?.port.name ?? "");
+    // Only the API port is reachable through the Ingress: /metrics lives on the admin port, which
+    // the Service does not expose.
+    const service = named<{ spec: { ports: { targetPort: string | number }[] } }>(
+      prod,
+      "Service",
+      "switchyard-ingress",
+    );
+    expect(service.spec.ports.map((p) => p.targetPort)).toEqual(["http"]);
+    const d = named<IDeployment>(prod, "Deployment", "switchyard-ingress");
+    const http = d.spec?.template.spec?.containers[0]?.ports?.find((p) => p.name === "http");
+    expect(http?.containerPort).toBe(8080);
     expect(byKind(render("overlays/dev"), "Ingress")).toEqual([]);
   });
 

@@ -21,7 +21,13 @@ import {
 } from "./k8s.ts";
 import { canConnect, type Peer } from "./netpol.ts";
 
-type Workload = { kind: string; name: string; labels: Record<string, string>; pod: IPodSpec };
+type Workload = {
+  kind: string;
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  pod: IPodSpec;
+};
 
 function workloads(objects: readonly K8sObject[]): Workload[] {
   return [
@@ -34,6 +40,7 @@ function workloads(objects: readonly K8sObject[]): Workload[] {
       kind: w.kind,
       name: w.metadata?.name ?? "",
       labels: w.spec?.template.metadata?.labels ?? {},
+      annotations: w.spec?.template.metadata?.annotations ?? {},
       pod,
     };
   });
@@ -173,7 +180,7 @@ describe.each(OVERLAYS)("policy: %s", (overlay: Overlay) => {
     expect(problems).toEqual([]);
   });
 
-  test("probes hit declared ports; hub services use /healthz and /readyz on 8080 (ingress) or 9090", () => {
+  test("probes hit declared ports; hub services use /healthz and /readyz on 8080 (ingress) or 9090; metrics only on 9090", () => {
     const objects = render(overlay);
     const config = configOf(objects);
     for (const w of workloads(objects)) {
@@ -185,8 +192,13 @@ describe.each(OVERLAYS)("policy: %s", (overlay: Overlay) => {
         }
         if (w.kind !== "Deployment") continue;
         const svc = w.labels["app.kubernetes.io/component"];
-        const expectedPort = svc === "ingress" ? config.serverPort : config.adminPort;
-        expect([...ports.values()]).toEqual([expectedPort]);
+        // Every service has the admin port (metrics); the ingress has the API port besides.
+        const expected =
+          svc === "ingress" ? [config.serverPort, config.adminPort] : [config.adminPort];
+        expect([...ports.values()]).toEqual(expected);
+        expect(w.annotations?.["prometheus.io/port"]).toBe(String(config.adminPort));
+        // Libraries switch off development behaviour (Elysia's detailed errors) on this.
+        expect(c.env?.find((e) => e.name === "NODE_ENV")?.value).toBe("production");
         expect(c.livenessProbe?.httpGet?.path).toBe("/healthz");
         expect(c.startupProbe?.httpGet?.path).toBe("/healthz");
         expect(c.readinessProbe?.httpGet?.path).toBe("/readyz");

@@ -31,6 +31,8 @@ export interface FaultYamlOptions {
   readonly logLevel?: string;
   /** Top-level YAML appended after the routes (e.g. an `index:` section). */
   readonly extra?: string;
+  /** The client's `runs_per_minute` (default: high enough never to matter). */
+  readonly runsPerMinute?: number;
 }
 
 /**
@@ -56,7 +58,7 @@ clients:
   - id: ${FAULT_CLIENT.id}
     token_sha256: ["${hashToken(FAULT_CLIENT.token)}"]
     routes: ["f.*"]
-    runs_per_minute: 100000000
+    runs_per_minute: ${options.runsPerMinute ?? 100_000_000}
     callback_secrets: ["${FAULT_CLIENT.secret}"]
 routes:
   - key: f.echo

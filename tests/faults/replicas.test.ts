@@ -166,3 +166,39 @@ test("a deadline that falls due while the executor that set it is dead still fir
   // Once: the `.job` subject holds job.dispatched and one job.error per job.
   expect(await exactlyOnceProblems(jsm, load.jobIds(), 2)).toEqual([]);
 }, 120_000);
+
+test("three ingress processes share one client's rate limit, not three", async () => {
+  await using nats = await startNats();
+  const perMinute = 120; // a burst of 120, then 2 per second
+  await using procs = await hubProcs(
+    faultYaml({ natsUrl: nats.url, runsPerMinute: perMinute }),
+    nats.url,
+  );
+  const ingresses: ProcName[] = ["ingress", "ingress#2", "ingress#3"];
+  for (const name of ingresses) await procs.start(name);
+  const started = Date.now();
+  const statuses = await Promise.all(
+    Array.from({ length: 360 }, async (_, n) => {
+      const res = await fetch(`${procs.urlOf(ingresses[n % 3] as ProcName)}/run`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${FAULT_CLIENT.token}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ request_id: `rl-${n}`, route: "f.echo", input: "x" }),
+      });
+      const retryAfter = Number(res.headers.get("retry-after"));
+      await res.arrayBuffer();
+      return { status: res.status, retryAfter };
+    }),
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const admitted = statuses.filter((s) => s.status === 202).length;
+  const refused = statuses.filter((s) => s.status === 429);
+  expect(admitted + refused.length).toBe(360);
+  // One budget: the burst plus what refilled meanwhile. Leased tokens have left the shared
+  // bucket, so nothing beyond it; per-replica buckets would have admitted all 360.
+  expect(admitted).toBeGreaterThanOrEqual(perMinute);
+  expect(admitted).toBeLessThanOrEqual(perMinute + Math.ceil((perMinute / 60) * seconds));
+  expect(refused.every((s) => s.retryAfter >= 1)).toBe(true);
+}, 60_000);

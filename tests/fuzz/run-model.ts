@@ -66,6 +66,72 @@ function absoluteHttpUrl(s: string): boolean {
   }
 }
 
+/** docs/config.md server.metadata defaults. */
+export const METADATA_LIMITS = { depth: 16, members: 256, stringLength: 4096 } as const;
+
+/** Unicode text: every surrogate is half of a pair (docs/api.md: unpaired ones are refused). */
+function wellFormed(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xdc00 && c <= 0xdfff) return false;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
+      i++;
+    }
+  }
+  return true;
+}
+
+/** Metadata within docs/api.md's bounds: depth (metadata itself is 1), members, string lengths. */
+function metadataWithinLimits(metadata: unknown): boolean {
+  let members = 0;
+  const within = (value: unknown, depth: number): boolean => {
+    if (typeof value === "string")
+      return chars(value) <= METADATA_LIMITS.stringLength && wellFormed(value);
+    if (value === null || typeof value !== "object") return true;
+    if (depth > METADATA_LIMITS.depth) return false;
+    const entries = Array.isArray(value)
+      ? value.map((v) => ["", v] as const)
+      : Object.entries(value);
+    members += entries.length;
+    if (members > METADATA_LIMITS.members) return false;
+    return entries.every(
+      ([key, v]) =>
+        (Array.isArray(value) || (chars(key) <= METADATA_LIMITS.stringLength && wellFormed(key))) &&
+        within(v, depth + 1),
+    );
+  };
+  return within(metadata, 1);
+}
+
+/** A decimal literal as (significant digits, exponent of the last digit); zero has no digits. */
+function decimal(text: string): { digits: string; exponent: number } {
+  const [mantissa = "", exp = "0"] = text.replace(/^-/, "").toLowerCase().split("e");
+  const [whole = "", fraction = ""] = mantissa.split(".");
+  let digits = `${whole}${fraction}`.replace(/^0+/, "");
+  let exponent = Number(exp) - fraction.length;
+  while (digits.endsWith("0")) {
+    digits = digits.slice(0, -1);
+    exponent++;
+  }
+  return digits === "" ? { digits: "", exponent: 0 } : { digits, exponent };
+}
+
+/** docs/api.md: a number literal must come back as the same decimal value from a double. */
+function numbersKept(bodyText: string): boolean {
+  let kept = true;
+  JSON.parse(bodyText, (_k, value: unknown, context?: { source?: string }) => {
+    if (typeof value === "number" && context?.source !== undefined) {
+      const sent = decimal(context.source);
+      const back = Number.isFinite(value) ? decimal(value.toExponential()) : undefined;
+      if (!back || back.digits !== sent.digits || back.exponent !== sent.exponent) kept = false;
+    }
+    return value;
+  });
+  return kept;
+}
+
 function fieldsValid(v: Record<string, unknown>): boolean {
   if (Object.keys(v).some((k) => !KNOWN.has(k))) return false;
   const { request_id, route, input, metadata, callback_url } = v;
@@ -87,7 +153,10 @@ function fieldsValid(v: Record<string, unknown>): boolean {
     if (typeof callback_url !== "string" || chars(callback_url) > 2048) return false;
     if (!absoluteHttpUrl(callback_url)) return false;
   }
-  return true;
+  for (const text of [request_id, route, input, callback_url]) {
+    if (typeof text === "string" && !wellFormed(text)) return false;
+  }
+  return metadata === undefined || metadataWithinLimits(metadata);
 }
 
 /** JSON text with sorted keys: "the same body" is the same JSON value (docs/api.md). */
@@ -136,6 +205,9 @@ export function expectedAnswer(req: SentRequest, accepted: Accepted): Expected {
     return { status: 400, code: "malformed_json" };
   }
   if (!isPlainObject(value) || !fieldsValid(value)) {
+    return { status: 400, code: "invalid_request" };
+  }
+  if (value.metadata !== undefined && !numbersKept(new TextDecoder().decode(req.body))) {
     return { status: 400, code: "invalid_request" };
   }
   const route = value.route as string;

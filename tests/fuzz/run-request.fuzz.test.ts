@@ -93,12 +93,85 @@ const extraHeaders = fc.dictionary(
   { maxKeys: 4 },
 );
 
+/** Unicode that is easy to get wrong: normalisation forms, bidi and invisible controls, halves. */
+const UNUSUAL_UNICODE = [
+  "caf\u00e9", // NFC
+  "cafe\u0301", // NFD of the same word
+  "\u212b\u00c5A\u030a", // three spellings of Å
+  "\u202eevil\u202c", // right-to-left override
+  "\u2066iso\u2069\u200f\u061c", // isolates and marks
+  "\u200b\u200d\ufeff\u2060", // zero-width characters and BOM
+  "\ud83d\udc68\u200d\ud83d\udc69\u200d\ud83d\udc67", // a ZWJ family
+  "\ud800", // unpaired high surrogate
+  "a\udc00b", // unpaired low surrogate
+  "\udbff\udfff\ud800", // a pair, then half of one
+  "\u0000\u001f\u007f\u0085\u2028\u2029", // controls and line separators
+  "\uffff\ufffe\ufdd0", // noncharacters
+];
+
+const unusualText = fc.oneof(
+  fc.constantFrom(...UNUSUAL_UNICODE),
+  fc.string({ unit: "binary", maxLength: 12 }),
+  fc
+    .tuple(fc.constantFrom(...UNUSUAL_UNICODE), fc.string({ maxLength: 6 }))
+    .map(([a, b]) => `${b}${a}${b}`),
+);
+
 const text = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: "grapheme", maxLength: 12 }),
+  unusualText,
   fc.constantFrom("", "a".repeat(255), "a".repeat(256), "é".repeat(8), "é".repeat(9), "\u0000"),
   // Around the 255-character request_id limit with characters outside the BMP.
   fc.constantFrom("😀".repeat(128), "😀".repeat(255), "😀".repeat(256), "a".repeat(128)),
+);
+
+/** Number literals as sent (spliced into the JSON text): kept, lossy, out of range. */
+const NUMBER_LITERALS = [
+  "0",
+  "-0",
+  "1e20",
+  "1E2",
+  "0.1",
+  "5e-324",
+  "1.7976931348623157e308",
+  "9007199254740992",
+  "9007199254740993",
+  "12345678901234567890",
+  "1e400",
+  "-1e400",
+  "1e-400",
+  "0.1000000000000000000001",
+  "123456789.123456789123",
+];
+const numberLiteral = fc.constantFrom(...NUMBER_LITERALS).map((lit) => `@@num:${lit}@@`);
+/** Replaces the number placeholders with the raw literals. */
+const spliceNumbers = (json: string) => json.replace(/"@@num:([^"@]+)@@"/g, "$1");
+
+/** Nested `levels` deep (metadata itself is level 1): around the depth limit of 16, and far above. */
+const deepValue = fc
+  .tuple(fc.constantFrom(14, 15, 16, 17, 40, 3000), fc.boolean())
+  .map(([levels, arrays]) => {
+    let value: unknown = arrays ? [] : {};
+    for (let i = 2; i < levels; i++) value = arrays ? [value] : { d: value };
+    return value;
+  });
+
+/** Around the 256-member limit (the one member holding the list counts too). */
+const wideValue = fc
+  .constantFrom(254, 255, 256, 400)
+  .map((count) => Array.from({ length: count }, (_, i) => i));
+
+const longString = fc.constantFrom(4095, 4096, 4097, 60_000).map((length) => "s".repeat(length));
+
+const edgyMetadata = fc.oneof(
+  fc.record({ n: numberLiteral }),
+  fc.dictionary(fc.string({ maxLength: 4 }), numberLiteral, { maxKeys: 3 }),
+  fc.record({ deep: deepValue }),
+  fc.record({ list: wideValue }),
+  fc.record({ note: longString }),
+  fc.dictionary(longString, fc.constant(1), { maxKeys: 1 }),
+  fc.dictionary(unusualText, unusualText, { maxKeys: 3 }),
 );
 
 const principal = fc.oneof(
@@ -111,6 +184,7 @@ const metadata = fc.oneof(
   { weight: 3, arbitrary: fc.record({ principal, note: fc.jsonValue() }, { requiredKeys: [] }) },
   fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), { maxKeys: 3 }),
   fc.jsonValue(),
+  { weight: 2, arbitrary: edgyMetadata },
 );
 
 const routeKey = fc.oneof(
@@ -136,7 +210,7 @@ const wellFormed = fc.record(
     input: text,
     metadata: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, metadata),
     callback_url: fc.oneof(
-      { weight: 3, arbitrary: fc.constant(undefined) },
+      { weight: 2, arbitrary: fc.constant(undefined) },
       fc.constantFrom(...Object.keys(CALLBACK_URLS)),
     ),
   },
@@ -164,7 +238,7 @@ const mutated = fc.tuple(wellFormed, mutation).map(([run, m]) => {
   const out: Record<string, unknown> = { ...run };
   if (m?.kind === "drop") delete out[m.field];
   else if (m) Object.defineProperty(out, m.field, { value: m.value, enumerable: true });
-  return JSON.stringify(out);
+  return spliceNumbers(JSON.stringify(out));
 });
 
 const body = fc.oneof(
@@ -173,7 +247,7 @@ const body = fc.oneof(
   // Whitespace and key order must not matter for "the same body".
   {
     weight: 1,
-    arbitrary: wellFormed.map((v) => JSON.stringify(v, Object.keys(v).reverse(), 2)),
+    arbitrary: wellFormed.map((v) => spliceNumbers(JSON.stringify(v, Object.keys(v).reverse(), 2))),
   },
   {
     weight: 1,
@@ -216,7 +290,7 @@ function retryOf(last: NonNullable<typeof lastAccepted>): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(value, Object.keys(value).reverse(), 1));
 }
 
-describe(`POST /run against its documented model (${fuzzRuns(200)} runs, seed ${FUZZ_SEED})`, () => {
+describe(`POST /run against its documented model (${fuzzRuns(300)} runs, seed ${FUZZ_SEED})`, () => {
   test(
     "never 5xx; accepts exactly the valid requests; every refusal is problem+json",
     async () => {
@@ -265,7 +339,7 @@ describe(`POST /run against its documented model (${fuzzRuns(200)} runs, seed ${
             client: clientOf(sent.authorization),
           });
         }),
-        { seed: FUZZ_SEED, numRuns: fuzzRuns(200), endOnFailure: true },
+        { seed: FUZZ_SEED, numRuns: fuzzRuns(300), endOnFailure: true },
       );
       // Nothing was persisted for a refusal: one run.requested per 202, no more.
       const jsm = await jetstreamManager(hub.nats.nc);
@@ -287,6 +361,6 @@ describe(`POST /run against its documented model (${fuzzRuns(200)} runs, seed ${
         ]),
       );
     },
-    fuzzTimeoutMs(200),
+    fuzzTimeoutMs(300),
   );
 });

@@ -90,7 +90,7 @@ describe("POST /run body", () => {
       {
         request_id: rid(),
         route: "demo.echo",
-        input: "x".repeat(hub.config.server.max_body_bytes + 10),
+        input: "x".repeat((hub.running.ingress?.maxBodyBytes ?? 0) + 10),
       },
       ACME.token,
     );

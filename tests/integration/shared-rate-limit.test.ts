@@ -1,6 +1,8 @@
 import { expect, test } from "bun:test";
-import { Kvm } from "@nats-io/kv";
-import { createSharedRateLimiter } from "../../services/ingress/shared-rate-limit.ts";
+import {
+  createSharedRateLimiter,
+  openRateBucket,
+} from "../../services/ingress/shared-rate-limit.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { startNats } from "../helpers/nats.ts";
@@ -10,7 +12,7 @@ import { startNats } from "../helpers/nats.ts";
 
 test("three replicas admit the client's limit together, not each", async () => {
   await using nats = await startNats();
-  const kv = await new Kvm(nats.nc).create("sy_rate", { history: 1 });
+  const kv = await openRateBucket(nats.nc, { replicas: 1 });
   const { logger } = captureLogger();
   const replicas = [0, 1, 2].map(() => createSharedRateLimiter({ kv, clock: systemClock, logger }));
   const perMinute = 600; // 10 per second, a burst of 600
@@ -35,7 +37,7 @@ test("three replicas admit the client's limit together, not each", async () => {
 
 test("when the shared budget cannot be reached, a replica limits on its own (fails open)", async () => {
   const nats = await startNats();
-  const kv = await new Kvm(nats.nc).create("sy_rate", { history: 1 });
+  const kv = await openRateBucket(nats.nc, { replicas: 1 });
   const { logger, logs } = captureLogger();
   const limiter = createSharedRateLimiter({ kv, clock: systemClock, logger, timeoutMs: 50 });
   await nats.kill();

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { type AddressInfo, createServer } from "node:net";
 import {
   classifyNetworkError,
   type DeliverOptions,
@@ -45,6 +46,18 @@ const receiver = startReceiver((_req, path) => {
       return new Response(null, { status: 302, headers: { location: target.url("/target") } });
     case "/hang":
       return never;
+    case "/stall-body":
+      // 200 and its headers at once, then a body that never ends.
+      return new Response(
+        new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode("ok"));
+          },
+          pull: () => new Promise(() => {}),
+        }),
+      );
+    case "/small-body":
+      return new Response("x".repeat(60 * 1024), { status: 200 });
     case "/huge":
       // 64 MiB stream; the deliverer must stop reading long before the end.
       return new Response(
@@ -129,9 +142,44 @@ describe("deliverWebhook", () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
-  test("a huge response body is not read to the end", async () => {
+  test("a huge response body is not read to the end: response_too_large, not delivered", async () => {
+    const started = Date.now();
     const attempt = await deliver("/huge", { maxResponseBytes: 1024, timeoutMs: 5_000 });
-    expect(attempt).toMatchObject({ ok: true, status: 200 });
+    expect(attempt).toMatchObject({ ok: false, status: 200, errorClass: "response_too_large" });
+    expect(Date.now() - started).toBeLessThan(4_000);
+  });
+
+  test("a body under the default cap (64 KiB) is read to the end and delivers", async () => {
+    expect(await deliver("/small-body")).toMatchObject({ ok: true, status: 200 });
+  });
+
+  test("a 2xx whose body stalls is a timeout at the attempt's deadline, not a delivery", async () => {
+    const started = Date.now();
+    const attempt = await deliver("/stall-body", { timeoutMs: 400 });
+    expect(attempt).toMatchObject({ ok: false, errorClass: "timeout" });
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  test("a receiver that closes mid-body is a network failure", async () => {
+    const raw = createServer((socket) => {
+      socket.once("data", () => {
+        socket.end("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial");
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = raw.address() as AddressInfo;
+      const attempt = await deliverWebhook({
+        url: `http://127.0.0.1:${port}/cut`,
+        body,
+        headers,
+        allowCidrs: LOOPBACK,
+        timeoutMs: 3_000,
+      });
+      expect(attempt).toMatchObject({ ok: false, errorClass: "network" });
+    } finally {
+      raw.close();
+    }
   });
 
   test("a refused connection is a network failure", async () => {

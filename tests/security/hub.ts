@@ -19,11 +19,15 @@ export interface SecurityHubOptions {
   readonly services?: readonly ServiceName[];
   /** Environment for `${NAME}` references in the YAML. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Extra nats-server arguments (a config file with max_payload, ...). */
+  readonly natsArgs?: readonly string[];
 }
 
 /** A running hub with a private nats-server; see {@link startSecurityHub}. */
 export interface SecurityHub extends AsyncDisposable {
   readonly baseUrl: string;
+  /** The ingress's body limit in force (configured, or derived from NATS max_payload). */
+  readonly maxBodyBytes: number;
   readonly config: Config;
   readonly nats: TestNats;
   /** Every log line written so far, by every service of the hub. */
@@ -38,7 +42,7 @@ const SERVER_LINE = "server: { host: 127.0.0.1, port: 0 }";
  * the security tests need a different auth-failure budget, header limit or a JWT client.
  */
 export async function startSecurityHub(options: SecurityHubOptions): Promise<SecurityHub> {
-  const nats = await startNats();
+  const nats = await startNats({ args: options.natsArgs ?? [] });
   let yaml = hubYaml(nats.url, options.clients, options.yaml ?? "");
   if (!yaml.includes(SERVER_LINE)) throw new Error("hubYaml changed its server line");
   const server = { host: "127.0.0.1", port: 0, ...options.server };
@@ -80,6 +84,7 @@ export async function startSecurityHub(options: SecurityHubOptions): Promise<Sec
   };
   return {
     baseUrl: running.ingress?.url ?? "",
+    maxBodyBytes: running.ingress?.maxBodyBytes ?? 0,
     config,
     nats,
     logs: () => captured,

@@ -10,6 +10,8 @@ const ISSUER = "https://idp.test/";
 const AUDIENCE = "switchyard";
 const JWKS_CLIENT = { id: "jwks-co", token: "jwks-co-opaque-token-0123456789" };
 const PEM_CLIENT = { id: "pem-co", token: "pem-co-opaque-token-0123456789" };
+/** Accepts tokens without exp on purpose (jwt.require_exp: false). */
+const LONG_CLIENT = { id: "long-co", token: "long-co-opaque-token-0123456789" };
 
 let k1: KeyPair;
 let k2: KeyPair;
@@ -63,12 +65,13 @@ beforeAll(async () => {
     },
   });
   hub = await startSecurityHub({
-    clients: [JWKS_CLIENT, PEM_CLIENT],
+    clients: [JWKS_CLIENT, PEM_CLIENT, LONG_CLIENT],
     // The refusals below are failed authentications; keep them under the per-address limit.
     server: { auth_failures_per_minute: 10_000 },
     clientYaml: {
       [JWKS_CLIENT.id]: `jwt: { issuer: "${ISSUER}", audience: ${AUDIENCE}, jwks_url: "http://127.0.0.1:${jwks.port}/jwks.json", algorithms: [RS256] }`,
       [PEM_CLIENT.id]: `jwt: { issuer: "${ISSUER}pem", audience: ${AUDIENCE}, public_key_pem: "\${PEM}", algorithms: [RS256] }`,
+      [LONG_CLIENT.id]: `jwt: { issuer: "${ISSUER}long", audience: ${AUDIENCE}, public_key_pem: "\${PEM}", algorithms: [RS256], require_exp: false }`,
     },
     env: { PEM: await exportSPKI(pemKey.publicKey) },
   });
@@ -132,6 +135,48 @@ describe("JWT verification refuses what it must", () => {
     }
     // Inside the clock tolerance the token is still good.
     expect(await status(await sign(k1, "k1", { exp: now() - 5 }))).toBe(404);
+  });
+});
+
+describe("one test per claim rule (30 s tolerance)", () => {
+  /** A token of the PEM client with exactly these claims (no defaults for exp and iat). */
+  const exact = (claims: JWTPayload, issuer = `${ISSUER}pem`) =>
+    new SignJWT({ iss: issuer, aud: AUDIENCE, sub: "svc", ...claims })
+      .setProtectedHeader({ alg: "RS256" })
+      .sign(pemKey.privateKey);
+  const rules: [string, JWTPayload, number][] = [
+    ["exp is required", { iat: now() }, 401],
+    ["exp in the past beyond the tolerance", { exp: now() - 31 - 5 }, 401],
+    ["exp in the past within the tolerance", { exp: now() - 20 }, 404],
+    ["exp as a string is no date", { exp: String(now() + 60) as unknown as number }, 401],
+    ["nbf in the future beyond the tolerance", { exp: now() + 600, nbf: now() + 60 }, 401],
+    ["nbf in the future within the tolerance", { exp: now() + 600, nbf: now() + 20 }, 404],
+    ["iat in the future beyond the tolerance", { exp: now() + 600, iat: now() + 60 }, 401],
+    ["iat in the future within the tolerance", { exp: now() + 600, iat: now() + 20 }, 404],
+    ["iat long ago is fine while exp holds", { exp: now() + 600, iat: now() - 86_400 }, 404],
+    ["iat as a string is no date", { exp: now() + 600, iat: "soon" as unknown as number }, 401],
+    ["aud must match", { exp: now() + 600, aud: "other" }, 401],
+    ["aud may be a list holding ours", { exp: now() + 600, aud: ["other", AUDIENCE] }, 404],
+  ];
+  for (const [rule, claims, expected] of rules) {
+    test(rule, async () => {
+      expect(await status(await exact(claims))).toBe(expected);
+    });
+  }
+
+  test("iss must match a configured issuer", async () => {
+    expect(await status(await exact({ exp: now() + 600 }, "https://idp.test/other"))).toBe(401);
+  });
+
+  test("jwt.require_exp: false accepts a token without exp, and still refuses an expired one", async () => {
+    expect(await status(await exact({ iat: now() }, `${ISSUER}long`))).toBe(404);
+    expect(await status(await exact({ exp: now() - 120 }, `${ISSUER}long`))).toBe(401);
+    expect(await status(await exact({ iat: now() + 120 }, `${ISSUER}long`))).toBe(401);
+  });
+
+  test("the tolerance is bounded: above 300 s the config is refused", () => {
+    const yaml = `clients:\n  - id: x\n    routes: ["*"]\n    jwt: { issuer: i, audience: a, public_key_pem: k, algorithms: [RS256], clock_tolerance_sec: 301 }`;
+    expect(() => parseConfig(yaml, {})).toThrow(/clock_tolerance_sec/);
   });
 });
 

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import {
+  activeClient,
   ConfigError,
+  createClientDirectory,
   parseConfig,
   parseDuration,
   routeAllowed,
@@ -107,5 +109,66 @@ describe("config loader on hostile YAML", () => {
   test("a value that contains itself through an alias is a ConfigError, not a crash", () => {
     const issues = issuesOf(`${minimal}\nlog: &a { level: info, again: *a }\n`);
     expect(issues.some((i) => i.includes("refers to itself"))).toBe(true);
+  });
+});
+
+describe("rotation entries and the client directory", () => {
+  const rotating = (tokens: string, secrets: string) => `
+clients:
+  - id: acme
+    routes: ["*"]
+    token_sha256: ${tokens}
+    callback_secrets: ${secrets}
+`;
+  const SECRET_A = `whsec_${Buffer.alloc(32, 1).toString("base64")}`;
+  const SECRET_B = `whsec_${Buffer.alloc(32, 2).toString("base64")}`;
+
+  test("entries with retire_at drop out at that moment", () => {
+    const config = parseConfig(
+      rotating(
+        `["${HASH}", { sha256: "${"b".repeat(64)}", retire_at: "2030-01-01T00:00:00Z" }]`,
+        `["${SECRET_A}", { secret: "${SECRET_B}", retire_at: "2030-01-01T00:00:00+01:00" }]`,
+      ),
+      {},
+    );
+    const entry = config.clients[0] as (typeof config.clients)[0];
+    const before = activeClient(entry, Date.parse("2029-12-31T22:59:59Z"));
+    expect(before.token_sha256).toEqual([HASH, "b".repeat(64)]);
+    expect(before.callback_secrets).toEqual([SECRET_A, SECRET_B]);
+    const after = activeClient(entry, Date.parse("2029-12-31T23:00:00Z"));
+    expect(after.callback_secrets).toEqual([SECRET_A]);
+    expect(after.token_sha256).toEqual([HASH, "b".repeat(64)]);
+    const directory = createClientDirectory(config.clients, () =>
+      Date.parse("2031-01-01T00:00:00Z"),
+    );
+    expect(directory.client("acme")?.token_sha256).toEqual([HASH]);
+    directory.replace([]);
+    expect(directory.client("acme")).toBeUndefined();
+  });
+
+  test("a retire_at that is no date, and a token hash on two clients, are named", () => {
+    expect(
+      issuesOf(rotating(`[{ sha256: "${HASH}", retire_at: "2030-02-31T00:00:00Z" }]`, "[]")),
+    ).toEqual(["clients[0].token_sha256[0].retire_at: is not a valid date"]);
+    const twice = `${rotating(`["${HASH}"]`, "[]")}  - id: other\n    routes: ["*"]\n    token_sha256: ["${HASH}"]\n`;
+    expect(issuesOf(twice)).toEqual([
+      "clients[1].token_sha256: duplicate token hash: a token must identify one client (also clients[0])",
+    ]);
+  });
+
+  test("file references read a secret file at load; a missing file names the key", () => {
+    const files: Record<string, string> = { "/s/cb": `${SECRET_A}\n` };
+    const readFile = (path: string) => {
+      const text = files[path];
+      if (text === undefined) throw Object.assign(new Error("nope"), { code: "ENOENT" });
+      return text;
+    };
+    const config = parseConfig(rotating(`["${HASH}"]`, `["$\{file:/s/cb}"]`), {}, "t", {
+      readFile,
+    });
+    expect(config.clients[0]?.callback_secrets).toEqual([SECRET_A]);
+    expect(() =>
+      parseConfig(rotating(`["${HASH}"]`, `["$\{file:/s/missing}"]`), {}, "t", { readFile }),
+    ).toThrow("clients[0].callback_secrets[0]: cannot read file /s/missing (ENOENT)");
   });
 });

@@ -131,6 +131,7 @@ async function post(
       task: job.task,
       attempt: input.attempt,
       timeoutMs: Math.min(parseDuration(executor.timeout), input.remainingMs),
+      maxResponseBytes: executor.max_response_bytes,
       clock: deps.ctx.clock,
       signal: AbortSignal.any([deps.signal, input.cancel]),
       ...traceHeader(span.traceparent ?? job.context.traceparent),
@@ -193,6 +194,16 @@ async function settle(
       await write({
         type: "job.error",
         data: { code: "executor_bad_response", message: outcome.reason, ...attempts },
+      });
+      return { kind: "settled" };
+    case "too_large":
+      await write({
+        type: "job.error",
+        data: {
+          code: "executor_response_too_large",
+          message: `the executor's answer is larger than ${outcome.limitBytes} bytes (routes[].executor.max_response_bytes)`,
+          ...attempts,
+        },
       });
       return { kind: "settled" };
     case "accepted":

@@ -1,0 +1,231 @@
+/**
+ * `switchyard up` and `switchyard serve <service>`: long-running processes. Signals: SIGINT and
+ * SIGTERM stop gracefully; SIGHUP reloads the configuration (so does a change of the file).
+ */
+import { resolve } from "node:path";
+import { systemClock } from "../../shared/clock/index.ts";
+import type { Config } from "../../shared/config/index.ts";
+import type { ConnectWait } from "../../shared/hub/index.ts";
+import { randomIds } from "../../shared/ids/index.ts";
+import { createLogger, type Logger } from "../../shared/log/index.ts";
+import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
+import { createTracing } from "../../shared/telemetry/index.ts";
+import { demoConfig } from "../runtime/demo.ts";
+import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
+import { watchConfig } from "./config-watch.ts";
+import { configPath, DATA_DIR, type Env, loadConfig } from "./connect.ts";
+import { type DataDirLock, lockDataDir, orphanedServer, processAlive } from "./data-dir.ts";
+
+const SHUTDOWN_TIMEOUT_MS = 25_000;
+
+function logLevel(env: Env, config?: Config): string {
+  return env.SWITCHYARD_LOG_LEVEL ?? config?.log.level ?? "info";
+}
+
+/** A visible countdown in the log while NATS does not answer at start. */
+function natsWaitLogger(logger: Logger) {
+  return (w: ConnectWait) =>
+    logger.warn(
+      {
+        url: w.url,
+        attempt: w.attempt,
+        reason: w.reason,
+        retry_in_s: Math.ceil(w.retryInMs / 1000),
+        gives_up_in_s: Math.ceil(w.givesUpInMs / 1000),
+      },
+      `NATS at ${w.url} is not reachable; retrying in ${Math.ceil(w.retryInMs / 1000)} s (giving up in ${Math.ceil(w.givesUpInMs / 1000)} s)`,
+    );
+}
+
+interface Lifecycle {
+  readonly logger: Logger;
+  readonly env: Env;
+  readonly running: RunningHub;
+  /** Whether a config file exists to reload. */
+  readonly hasConfigFile: boolean;
+  readonly initialFiles: readonly string[];
+  /** After the services stopped (the embedded server, the data directory lock). */
+  readonly afterStop?: () => Promise<void>;
+}
+
+/** SIGINT/SIGTERM: graceful stop within a bound, exit 0. SIGHUP and file changes: reload. */
+function runUntilSignalled(life: Lifecycle): void {
+  const { logger, running } = life;
+  const watch = life.hasConfigFile
+    ? watchConfig(
+        {
+          path: configPath(life.env),
+          load: async (filesRead) => (await loadConfig(life.env, true, filesRead)) as Config,
+          apply: running.reload,
+          logger,
+        },
+        life.initialFiles,
+      )
+    : undefined;
+  process.on("SIGHUP", () => {
+    if (!watch) {
+      logger.warn("SIGHUP: no config file to reload (demo mode)");
+      return;
+    }
+    void watch.reload("SIGHUP");
+  });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    watch?.stop();
+    logger.info({ signal }, "shutting down: intake stopped, finishing in-flight work");
+    const timer = setTimeout(() => {
+      logger.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS);
+    running
+      .stop()
+      .then(() => life.afterStop?.())
+      .then(() => {
+        clearTimeout(timer);
+        logger.info("stopped");
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      });
+  };
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+}
+
+/** Stops a nats-server a SIGKILLed hub left on this store, before another one opens it. */
+async function stopOrphan(dir: string, logger: Logger): Promise<void> {
+  const pid = orphanedServer(dir);
+  if (pid === undefined) return;
+  logger.warn({ pid }, "stopping the nats-server a previous hub left running on this store");
+  process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + 10_000;
+  while (processAlive(pid) && Date.now() < deadline) await Bun.sleep(50);
+  if (processAlive(pid)) process.kill(pid, "SIGKILL");
+}
+
+function demoBanner(
+  base: string,
+  adminUrl: string,
+  demo: { token: string; callbackSecret: string; operatorToken: string },
+) {
+  return [
+    "",
+    "Switchyard is running in demo mode (no switchyard.yaml found).",
+    `  base URL : ${base}`,
+    `  metrics  : ${adminUrl}/metrics   (admin port; not on the API port)`,
+    "  client   : demo",
+    `  token    : ${demo.token}   (new on every start; shown only here)`,
+    "  routes   : demo.echo (builtin echo), demo.sleep (builtin sleep 2 s)",
+    "  callbacks: loopback and private callback_url targets are ALLOWED (demo only: callbacks.allow_private)",
+    `  callback secret: ${demo.callbackSecret}   (verify callbacks with it; new on every start)`,
+    `  console  : ${base}/console   operator token: ${demo.operatorToken}   (new on every start)`,
+    "",
+    "Try it:",
+    `  curl -s -X POST ${base}/run -H 'Authorization: Bearer ${demo.token}' -H 'Content-Type: application/json' \\`,
+    `       -d '{"request_id":"hello-1","route":"demo.echo","input":"hello"}'`,
+    `  curl -s ${base}/jobs/<job_id> -H 'Authorization: Bearer ${demo.token}'`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * `switchyard up`: every service in one process. Without NATS_URL it starts an embedded
+ * nats-server with its store in ./.data/nats, after locking ./.data: a second `up` in the same
+ * folder is refused (two hubs on one store lose accepted jobs), and the server dies with this
+ * process. ./.data/hub.json tells CLI commands in this folder which server to use.
+ */
+export async function up(env: Env, stdout: (text: string) => void): Promise<void> {
+  const files: string[] = [];
+  let config = await loadConfig(env, false, (paths) => files.push(...paths));
+  const logger = createLogger({ level: logLevel(env, config), service: "switchyard" });
+  const dataDir = resolve(DATA_DIR);
+  let lock: DataDirLock | undefined;
+  let nats: ManagedNatsServer | undefined;
+  // OTEL_* (docs/operations.md, "Traces"): checked before anything starts.
+  const tracing = await createTracing({ env, defaultServiceName: "switchyard", logger });
+  const cleanUp = async () => {
+    await tracing.shutdown();
+    await nats?.stop();
+    lock?.release();
+  };
+  try {
+    if (!env.NATS_URL) {
+      lock = lockDataDir(dataDir);
+      await stopOrphan(dataDir, logger);
+      const storeDir = resolve(dataDir, "nats");
+      nats = await startNatsServer({ storeDir, env });
+      lock.record({ nats_url: nats.url, nats_pid: nats.pid, store_dir: storeDir });
+      logger.info({ url: nats.url, store: storeDir }, "embedded nats-server started");
+      if (!nats.diesWithParent) {
+        logger.warn(
+          "setpriv not found: the embedded nats-server outlives a killed hub; the next up stops it",
+        );
+      }
+      if (config) config = { ...config, nats: { ...config.nats, url: nats.url } };
+    }
+    const demo = config
+      ? undefined
+      : demoConfig(nats?.url ?? env.NATS_URL ?? "", Number(env.SWITCHYARD_PORT ?? 8080));
+    const effective = config ?? (demo as NonNullable<typeof demo>).config;
+    const running = await startServices(SERVICE_NAMES, {
+      config: effective,
+      logger,
+      clock: systemClock,
+      ids: randomIds,
+      onNatsWaiting: natsWaitLogger(logger),
+      tracing,
+    });
+    const base = running.ingress?.url ?? "";
+    if (nats && lock) {
+      lock.record({
+        nats_url: nats.url,
+        nats_pid: nats.pid,
+        store_dir: nats.storeDir,
+        api_url: base,
+        admin_url: running.admin.url,
+      });
+    }
+    if (demo) stdout(demoBanner(base, running.admin.url, demo));
+    runUntilSignalled({
+      logger,
+      env,
+      running,
+      hasConfigFile: config !== undefined,
+      initialFiles: files,
+      afterStop: cleanUp,
+    });
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
+}
+
+/** `switchyard serve <service>`: one service per process, as Kubernetes runs them. */
+export async function serve(name: ServiceName, env: Env): Promise<void> {
+  const files: string[] = [];
+  const config = (await loadConfig(env, true, (paths) => files.push(...paths))) as Config;
+  const logger = createLogger({ level: logLevel(env, config), service: name });
+  const tracing = await createTracing({ env, defaultServiceName: `switchyard-${name}`, logger });
+  const running = await startServices([name], {
+    config,
+    logger,
+    clock: systemClock,
+    ids: randomIds,
+    onNatsWaiting: natsWaitLogger(logger),
+    tracing,
+  });
+  runUntilSignalled({
+    logger,
+    env,
+    running,
+    hasConfigFile: true,
+    initialFiles: files,
+    afterStop: () => tracing.shutdown(),
+  });
+}
+
+export { SERVICE_NAMES, type ServiceName };
