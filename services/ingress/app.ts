@@ -110,10 +110,12 @@ export function createIngressApp(deps: IngressDeps) {
     server: PeerSource | null,
   ): Promise<ClientConfig> => {
     const limiter = deps.authFailures;
-    const address = limiter
-      ? clientAddress(request, server?.requestIP(request), deps.trustProxyHops ?? 0)
-      : "";
-    const blocked = limiter?.blockedFor(address) ?? 0;
+    let found: string | undefined;
+    const address = () => {
+      found ??= clientAddress(request, server?.requestIP(request), deps.trustProxyHops ?? 0);
+      return found;
+    };
+    const blocked = limiter?.mayBlock() ? limiter.blockedFor(address()) : 0;
     if (blocked > 0) {
       // Refused before the token is read: brute force and JWT-verification floods stay cheap.
       throw new RateLimitedError({
@@ -124,7 +126,7 @@ export function createIngressApp(deps: IngressDeps) {
     const client = await deps.auth
       .authenticate(request.headers.get("authorization"))
       .catch((err: unknown) => {
-        if (err instanceof UnauthorizedError) limiter?.failed(address);
+        if (err instanceof UnauthorizedError) limiter?.failed(address());
         throw err;
       });
     const wait = await deps.rateLimiter.take(`client:${client.id}`, client.runs_per_minute);

@@ -10,6 +10,11 @@ export interface AuthFailureLimiter {
   blockedFor(address: string): number;
   /** Records one failed authentication from `address`. */
   failed(address: string): void;
+  /**
+   * False when no address can be blocked now: the caller may skip finding the request's address
+   * (Bun's requestIP is a measurable share of a request's CPU).
+   */
+  mayBlock(): boolean;
 }
 
 interface Bucket {
@@ -32,7 +37,10 @@ export function createAuthFailureLimiter(
   const ratePerMs = perMinute / 60_000;
   const refilled = (bucket: Bucket, now: number): number =>
     Math.min(perMinute, bucket.tokens + (now - bucket.updatedMs) * ratePerMs);
+  /** When the last address to run out of tokens has one again. */
+  let blockingUntilMs = 0;
   return {
+    mayBlock: () => clock.now().getTime() < blockingUntilMs,
     blockedFor(address) {
       const bucket = buckets.get(address);
       if (!bucket) return 0;
@@ -49,7 +57,9 @@ export function createAuthFailureLimiter(
         const oldest = buckets.keys().next();
         if (!oldest.done) buckets.delete(oldest.value);
       }
-      buckets.set(address, { tokens: Math.max(0, tokens - 1), updatedMs: now });
+      const left = Math.max(0, tokens - 1);
+      buckets.set(address, { tokens: left, updatedMs: now });
+      if (left < 1) blockingUntilMs = Math.max(blockingUntilMs, now + (1 - left) / ratePerMs);
     },
   };
 }

@@ -33,6 +33,19 @@ export async function readBodyCapped(request: Request, maxBytes: number): Promis
     throw tooLarge(maxBytes, `declared as ${declared.slice(0, 20)} bytes`);
   }
   if (!request.body) return new Uint8Array(0);
+  if (declared !== null && /^\d+$/.test(declared)) {
+    // The common case, a declared length within the limit: one native read. Reading through a
+    // stream reader costs about a third of the ingress's CPU per request in Bun (profiled).
+    try {
+      return new Uint8Array(await request.arrayBuffer());
+    } catch (err) {
+      throw new ClientDisconnectedError({
+        detail: "The client closed the connection before the body was complete.",
+        cause: err,
+      });
+    }
+  }
+  // Chunked (or a length Bun let through that is no number): read no further than the limit.
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;

@@ -13,12 +13,16 @@ describe("auth failure limiter (unit, manual clock)", () => {
     const limiter = createAuthFailureLimiter(clock, 6);
     for (let i = 0; i < 6; i++) {
       expect(limiter.blockedFor("198.51.100.1")).toBe(0);
+      // Nobody is blocked yet: the ingress need not look up the request's address.
+      expect(limiter.mayBlock()).toBe(false);
       limiter.failed("198.51.100.1");
     }
+    expect(limiter.mayBlock()).toBe(true);
     expect(limiter.blockedFor("198.51.100.1")).toBe(10);
     expect(limiter.blockedFor("198.51.100.2")).toBe(0);
     clock.advance(10_000);
     expect(limiter.blockedFor("198.51.100.1")).toBe(0);
+    expect(limiter.mayBlock()).toBe(false);
   });
 
   test("a flood of other addresses evicts the oldest entries, not the busiest", () => {
