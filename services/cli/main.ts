@@ -265,9 +265,11 @@ async function run(name: CommandName, args: string[], positionals: string[]): Pr
         args,
         (url) => connectForCommand("audit", env, commandIo, url),
         stdio,
-        // The search index too, when a config file says where it is.
+        // The search index too, when a usable config file says where it is. An auditor's
+        // environment may hold the config without the clients' secrets it names: then the
+        // events and views are verified and the index is left to the operators.
         async () => {
-          const config = await loadConfig(env, false);
+          const config = await loadConfig(env, false).catch(() => undefined);
           return config ? openConfiguredIndex(config) : undefined;
         },
       );

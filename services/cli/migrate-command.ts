@@ -42,7 +42,7 @@ export async function runMigrate(env: Env, stdout: (text: string) => void): Prom
         `migrated the store from version ${report.from} to ${report.to}:`,
         `  deadline timers for open jobs: ${report.deadlineTimers}`,
         `  HTTP attempts to resend: ${report.resumedHttpAttempts}`,
-        `  callbacks and redeliveries queued: ${report.callbackWakeups}`,
+        `  redelivery requests queued: ${report.callbackWakeups}`,
         `  old consumers removed: ${report.removedConsumers.join(", ") || "none"}`,
         "",
       ].join("\n"),

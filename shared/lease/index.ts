@@ -7,6 +7,12 @@ export const LEASE_BUCKET = "sy_leases";
 /** A lease not renewed for this long is gone; the next candidate takes it. */
 export const LEASE_TTL_MS = 3_000;
 const RENEW_EVERY_MS = 1_000;
+/**
+ * How often a standby tries to take the lease. Expiry on 2.9 leaves no marker to watch for, so
+ * a standby polls; often enough that takeover follows expiry closely (a failed create is one
+ * cheap KV call), and only standbys do it.
+ */
+const CANDIDATE_EVERY_MS = 250;
 
 export interface LeaseHandlers {
   /** This process now holds the lease: start the work only one process may do. */
@@ -54,7 +60,8 @@ export function createLease(deps: {
 }): Lease {
   let revision = 0;
   let renewedAt = 0;
-  let timer: ReturnType<typeof setInterval> | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
   let handlers: LeaseHandlers | undefined;
   let leading = false;
   let busy: Promise<void> = Promise.resolve();
@@ -101,12 +108,20 @@ export function createLease(deps: {
   return {
     async start(h) {
       handlers = h;
+      const next = () => {
+        if (stopped) return;
+        timer = setTimeout(
+          () => void serialised().then(next),
+          leading ? RENEW_EVERY_MS : CANDIDATE_EVERY_MS,
+        );
+      };
       await serialised();
-      timer = setInterval(() => void serialised(), RENEW_EVERY_MS);
+      next();
     },
     holding,
     async stop() {
-      clearInterval(timer);
+      stopped = true;
+      clearTimeout(timer);
       await busy;
       if (!leading) return;
       leading = false;

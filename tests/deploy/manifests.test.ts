@@ -217,7 +217,7 @@ describe("overlays", () => {
     RENDER_MS,
   );
 
-  test("prod runs more replicas of every scalable service than dev; one projector in both", () => {
+  test("prod runs more than one replica of every service, the projector included; dev one of each", () => {
     const replicas = (objects: readonly K8sObject[], svc: string) => {
       if (svc === "ingress") {
         const hpa = named<{ spec: { minReplicas: number } }>(
@@ -233,12 +233,29 @@ describe("overlays", () => {
     const prod = render("overlays/prod");
     for (const svc of SERVICES) {
       expect(replicas(dev, svc)).toBe(1);
-      if (svc === "projector") expect(replicas(prod, svc)).toBe(1);
-      else expect(replicas(prod, svc)).toBeGreaterThan(1);
+      expect(replicas(prod, svc)).toBeGreaterThan(1);
     }
     for (const overlay of [dev, prod]) {
+      // No Deployment stops all its pods to update: the projector's standby takes the lease.
+      for (const svc of SERVICES) {
+        const deployment = named<IDeployment>(overlay, "Deployment", `switchyard-${svc}`);
+        expect(deployment.spec?.strategy?.type ?? "RollingUpdate").toBe("RollingUpdate");
+      }
       const projector = named<IDeployment>(overlay, "Deployment", "switchyard-projector");
-      expect(projector.spec?.strategy?.type).toBe("Recreate");
+      expect(projector.spec?.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
+    }
+  });
+
+  test("every service has a PodDisruptionBudget that lets one pod go at a time", () => {
+    for (const overlay of ["overlays/dev", "overlays/prod"] as const) {
+      const pdbs = byKind<{ metadata: { name: string }; spec: { maxUnavailable?: number } }>(
+        render(overlay),
+        "PodDisruptionBudget",
+      );
+      for (const svc of SERVICES) {
+        const pdb = pdbs.find((p) => p.metadata.name === `switchyard-${svc}`);
+        expect(pdb?.spec.maxUnavailable).toBe(1);
+      }
     }
   });
 
@@ -291,6 +308,16 @@ describe("overlays", () => {
     expect(scaled.map((s) => s.spec.scaleTargetRef.name).sort()).toEqual([
       "switchyard-callback",
       "switchyard-executor",
+    ]);
+    // Each scales on the lag of every durable consumer that feeds it.
+    const lagOf = (name: string) =>
+      scaled
+        .find((s) => s.spec.scaleTargetRef.name === name)
+        ?.spec.triggers.map((t) => `${t.metadata.stream}/${t.metadata.consumer}`);
+    expect(lagOf("switchyard-executor")).toEqual(["SWITCHYARD_EVENTS/executor"]);
+    expect(lagOf("switchyard-callback")).toEqual([
+      "SWITCHYARD_EVENTS/callback",
+      "SWITCHYARD_CALLBACKS/callback-queue",
     ]);
     for (const s of scaled) {
       named(objects, s.spec.scaleTargetRef.kind, s.spec.scaleTargetRef.name);

@@ -1,19 +1,23 @@
 import { expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { startNats } from "../helpers/nats.ts";
+import { startNatsCluster } from "../helpers/nats-cluster.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { Load, verifyEchoOutcomes } from "./checks.ts";
 import { FAULT_CLIENT, faultYaml, hubProcs, type ProcName } from "./procs.ts";
 
 // Two projector replicas: one holds the lease and folds, the other stands by. SIGKILL the active
 // one under load: the standby takes over, views update again within 5 s, and every view ends
-// equal to the fold of its job's events (none lost, stale or out of order).
+// equal to the fold of its job's events (none lost, stale or out of order). Once against one
+// nats-server, once against the three-node cluster helper with R3 streams and buckets (the lease
+// bucket included).
 
-test("projector replicas: the active one SIGKILLed under load, the standby takes over within 5 s", async () => {
-  await using nats = await startNats();
-  await using procs = await hubProcs(faultYaml({ natsUrl: nats.url }), nats.url);
+async function failover(nats: { readonly url: string; readonly nc: NatsConnection }, replicas = 1) {
+  const yaml = faultYaml({ natsUrl: nats.url, nats: { replicas } });
+  await using procs = await hubProcs(yaml, nats.url);
   const projectors: ProcName[] = ["projector", "projector#2"];
   for (const name of projectors) await procs.start(name);
   for (const name of ["executor", "callback", "ingress"] as const) await procs.start(name);
@@ -82,4 +86,20 @@ test("projector replicas: the active one SIGKILLed under load, the standby takes
     if (status !== "done") wrong.push(`${jobId}: ${status ?? "no view"}`);
   }
   expect(wrong).toEqual([]);
+}
+
+test("projector replicas: the active one SIGKILLed under load, the standby takes over within 5 s", async () => {
+  await using nats = await startNats();
+  await failover(nats);
 }, 120_000);
+
+test("the same on a three-node cluster (R3): the standby takes over within 5 s", async () => {
+  await using cluster = await startNatsCluster({ size: 3 });
+  const url = cluster.urls.join(",");
+  const nc = await connect({ servers: [...cluster.urls] });
+  try {
+    await failover({ url, nc }, 3);
+  } finally {
+    await nc.close();
+  }
+}, 180_000);

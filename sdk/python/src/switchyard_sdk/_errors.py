@@ -8,8 +8,11 @@ from typing import Any, Dict, List, Mapping, Optional, Type
 # the cancel endpoint. An unknown code still arrives as an ApiError with that code.
 PROBLEM_CODES: Mapping[str, int] = {
     "invalid_request": 400,
+    "bad_request": 400,
     "malformed_json": 400,
     "callback_url_refused": 400,
+    # Logged by the hub when a client goes away mid-body; a client never receives it.
+    "client_disconnected": 400,
     "unauthorized": 401,
     "route_not_allowed": 403,
     "job_not_found": 404,
