@@ -125,6 +125,12 @@ const webhookSecret = `whsec_${randomBytes(24).toString("base64")}`;
 /** Secret of the HTTP executor routes' task POSTs (the receiver does not check it). */
 const executorSecret = `whsec_${randomBytes(24).toString("base64")}`;
 
+/**
+ * The hub's config for every scenario. Callbacks: the one receiver stands for all of a platform's
+ * traffic, so it may use every callback slot (per_destination_concurrency = concurrency = 256);
+ * with the default 64 per destination the closed loop is bound by the receiver's lane
+ * (docs/performance.md, "What limits it").
+ */
 function hubConfig(
   natsUrl: string,
   port: number,
@@ -137,7 +143,7 @@ server: { host: ${LOOPBACK}, port: ${port} }
 admin: { host: ${LOOPBACK}, port: 0 }
 nats: { url: "${natsUrl}", duplicate_window: 2m }
 log: { level: warn }
-callbacks: { allow_cidrs: ["127.0.0.0/8"], concurrency: 256 }
+callbacks: { allow_cidrs: ["127.0.0.0/8"], concurrency: 256, per_destination_concurrency: 256 }
 clients:
   - id: bench
     token_sha256: ["${hashToken(tokenHub)}"]
