@@ -308,10 +308,17 @@ export async function verifyEchoOutcomes(options: {
   );
   const cbProblems: string[] = [];
   await pool(cbJobs, 16, async (id) => {
-    const events = await waitFor(`job ${id}'s callback outcome`, async () => {
-      const list = await subjectEvents(jsm, id, "cb");
-      return list.at(-1)?.type === "callback.delivered" ? list : undefined;
-    });
+    // A callback delivered just before NATS went away is recorded when its final event comes
+    // back after the consumer's ack wait (the nak sent while NATS was down never arrived), so
+    // its record may follow the receipt by that long: the same bound as the receipt's.
+    const events = await waitFor(
+      `job ${id}'s callback outcome`,
+      async () => {
+        const list = await subjectEvents(jsm, id, "cb");
+        return list.at(-1)?.type === "callback.delivered" ? list : undefined;
+      },
+      { timeoutMs, intervalMs: 250 },
+    );
     const delivered = events.filter((e) => e.type === "callback.delivered").length;
     if (delivered !== 1) cbProblems.push(`${id}: ${delivered} callback.delivered`);
   });

@@ -1,8 +1,10 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { readLastEvent } from "../../shared/bus/index.ts";
 import { startNats } from "../helpers/nats.ts";
+import { startNatsCluster } from "../helpers/nats-cluster.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { exactlyOnceProblems, Load, waitJobEvents } from "./checks.ts";
 import { FAULT_CLIENT, faultYaml, hubProcs, type ProcName } from "./procs.ts";
@@ -43,12 +45,15 @@ function countingServer(answer: () => Response) {
   return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
 }
 
-test("three ingress, two of every other service: a rolling restart under load loses and repeats nothing", async () => {
-  await using nats = await startNats();
+async function rollingRestart(
+  nats: { readonly url: string; readonly nc: NatsConnection },
+  replicas = 1,
+) {
   const executor = countingServer(() => Response.json({ output: "ok" }));
   const receiver = countingServer(() => new Response(null, { status: 204 }));
   const yaml = faultYaml({
     natsUrl: nats.url,
+    nats: { replicas },
     routes: `
   - key: f.http
     concurrency: 8
@@ -116,7 +121,22 @@ test("three ingress, two of every other service: a rolling restart under load lo
   expect(verify.exitCode).toBe(0);
   executor.stop();
   receiver.stop();
+}
+
+test("three ingress, two of every other service: a rolling restart under load loses and repeats nothing", async () => {
+  await using nats = await startNats();
+  await rollingRestart(nats);
 }, 240_000);
+
+test("the same rolling restart on a three-node cluster (R3 streams and buckets)", async () => {
+  await using cluster = await startNatsCluster({ size: 3 });
+  const nc = await connect({ servers: [...cluster.urls] });
+  try {
+    await rollingRestart({ url: cluster.urls.join(","), nc }, 3);
+  } finally {
+    await nc.close();
+  }
+}, 360_000);
 
 test("a deadline that falls due while the executor that set it is dead still fires, once", async () => {
   await using nats = await startNats();
