@@ -32,7 +32,7 @@ const JOB_ID_KEY = "job_id_key";
  * Reads the hub's job-id key from the meta bucket, creating it on first start. kv.create is atomic,
  * so replicas starting together agree on one key.
  */
-export async function loadJobIdKey(meta: KV): Promise<Uint8Array> {
+export async function loadJobIdKey(meta: KV, retryDelayMs = 200): Promise<Uint8Array> {
   const existing = await meta.get(JOB_ID_KEY);
   if (existing && existing.operation === "PUT") return Buffer.from(existing.string(), "base64");
   try {
@@ -40,7 +40,13 @@ export async function loadJobIdKey(meta: KV): Promise<Uint8Array> {
   } catch {
     // Lost the creation race to another replica; its key is the one to use.
   }
-  const entry = await meta.get(JOB_ID_KEY);
-  if (!entry) throw new Error("job id key could not be created in the meta bucket");
-  return Buffer.from(entry.string(), "base64");
+  // On an R3 bucket a read may be answered by a replica that has not applied the key yet (seen on
+  // 2.9.10 during a rolling restart under load: the key existed, two reads found nothing): read
+  // again for a few seconds before giving up.
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const entry = await meta.get(JOB_ID_KEY);
+    if (entry && entry.operation === "PUT") return Buffer.from(entry.string(), "base64");
+    await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+  }
+  throw new Error("job id key could not be read or created in the meta bucket (sy_meta)");
 }
