@@ -1,5 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { KV } from "@nats-io/kv";
+import { loadMetaSecret } from "../../shared/bus/index.ts";
 import type { OperatorConfig } from "../../shared/config/index.ts";
 import { RateLimitedError, UnauthorizedError } from "../../shared/errors/index.ts";
 import { CsrfError, ForbiddenError } from "../../shared/errors/operator.ts";
@@ -28,17 +29,8 @@ const SESSION_KEY = "console_session_key";
 const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard-operators"' };
 
 /** The hub-wide key that signs console sessions, created once in sy_meta (every replica agrees). */
-export async function loadSessionKey(meta: KV): Promise<Buffer> {
-  const existing = await meta.get(SESSION_KEY);
-  if (existing?.operation === "PUT") return Buffer.from(existing.string(), "base64");
-  try {
-    await meta.create(SESSION_KEY, randomBytes(32).toString("base64"));
-  } catch {
-    // Another replica created it first.
-  }
-  const entry = await meta.get(SESSION_KEY);
-  if (!entry) throw new Error("console session key could not be created in the meta bucket");
-  return Buffer.from(entry.string(), "base64");
+export function loadSessionKey(meta: KV): Promise<Buffer> {
+  return loadMetaSecret(meta, { key: SESSION_KEY });
 }
 
 /** Which credential an operator logged in with: a token's hash, or the JWT issuer and subject. */

@@ -3,6 +3,7 @@ export * from "./codec.ts";
 export * from "./consumers.ts";
 export * from "./errors.ts";
 export * from "./js-errors.ts";
+export * from "./meta-secret.ts";
 export * from "./read.ts";
 export * from "./store-version.ts";
 export * from "./stream-reader.ts";

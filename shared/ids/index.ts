@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { KV } from "@nats-io/kv";
+import { loadMetaSecret } from "../bus/meta-secret.ts";
 
 /** Pattern of a job id: `job_` and 22 base64url characters (132 bits). */
 export const JOB_ID_PATTERN = /^job_[A-Za-z0-9_-]{22}$/;
@@ -26,27 +27,7 @@ export const randomIds: IdGenerator = {
   next: (prefix) => `${prefix}_${randomBytes(16).toString("base64url")}`,
 };
 
-const JOB_ID_KEY = "job_id_key";
-
-/**
- * Reads the hub's job-id key from the meta bucket, creating it on first start. kv.create is atomic,
- * so replicas starting together agree on one key.
- */
-export async function loadJobIdKey(meta: KV, retryDelayMs = 200): Promise<Uint8Array> {
-  const existing = await meta.get(JOB_ID_KEY);
-  if (existing && existing.operation === "PUT") return Buffer.from(existing.string(), "base64");
-  try {
-    await meta.create(JOB_ID_KEY, randomBytes(32).toString("base64"));
-  } catch {
-    // Lost the creation race to another replica; its key is the one to use.
-  }
-  // On an R3 bucket a read may be answered by a replica that has not applied the key yet (seen on
-  // 2.9.10 during a rolling restart under load: the key existed, two reads found nothing): read
-  // again for a few seconds before giving up.
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const entry = await meta.get(JOB_ID_KEY);
-    if (entry && entry.operation === "PUT") return Buffer.from(entry.string(), "base64");
-    await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
-  }
-  throw new Error("job id key could not be read or created in the meta bucket (sy_meta)");
+/** The hub's job-id key, created in `sy_meta` on the hub's first start (shared by every replica). */
+export function loadJobIdKey(meta: KV, retryDelayMs?: number): Promise<Uint8Array> {
+  return loadMetaSecret(meta, { key: "job_id_key", ...(retryDelayMs ? { retryDelayMs } : {}) });
 }

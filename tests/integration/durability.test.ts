@@ -64,6 +64,16 @@ describe("read-your-writes", () => {
   });
 });
 
+describe("start-up reads", () => {
+  test("sy_meta is read from its stream leader: a follower's direct get could miss the store mark or a key", async () => {
+    await using hub = await startHub();
+    const info = await hub.running.hub.jsm.streams.info(`KV_${TOPOLOGY.metaBucket}`);
+    expect(info.config.allow_direct).toBe(false);
+    // The bucket still answers: the store mark and the job-id key were read through it at start.
+    expect((await hub.running.hub.meta.get("store_version"))?.string()).toBe("2");
+  });
+});
+
 describe("projector", () => {
   test("a late, illegal event is kept in the stream, ignored for status, and logged", async () => {
     await using hub = await startHub();
