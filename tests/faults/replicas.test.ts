@@ -138,10 +138,13 @@ test("the same rolling restart on a three-node cluster (R3 streams and buckets)"
   }
 }, 360_000);
 
-test("a deadline that falls due while the executor that set it is dead still fires, once", async () => {
-  await using nats = await startNats();
+async function deadlineOwnerDies(
+  nats: { readonly url: string; readonly nc: NatsConnection },
+  replicas = 1,
+) {
   const yaml = faultYaml({
     natsUrl: nats.url,
+    nats: { replicas },
     routes: `
   - key: f.nats
     deadline: 3s
@@ -185,7 +188,22 @@ test("a deadline that falls due while the executor that set it is dead still fir
   }
   // Once: the `.job` subject holds job.dispatched and one job.error per job.
   expect(await exactlyOnceProblems(jsm, load.jobIds(), 2)).toEqual([]);
+}
+
+test("a deadline that falls due while the executor that set it is dead still fires, once", async () => {
+  await using nats = await startNats();
+  await deadlineOwnerDies(nats);
 }, 120_000);
+
+test("the same on a three-node cluster (R3 timers)", async () => {
+  await using cluster = await startNatsCluster({ size: 3 });
+  const nc = await connect({ servers: [...cluster.urls] });
+  try {
+    await deadlineOwnerDies({ url: cluster.urls.join(","), nc }, 3);
+  } finally {
+    await nc.close();
+  }
+}, 180_000);
 
 test("three ingress processes share one client's rate limit, not three", async () => {
   await using nats = await startNats();
