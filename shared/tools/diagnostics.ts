@@ -20,6 +20,7 @@ export function pointer(tokens: readonly (string | number)[]): string {
 export class DiagnosticSink {
   readonly items: Diagnostic[] = [];
   private readonly groups: number[] = [];
+  private readonly reported = new Set<string>();
   /** Group of the diagnostics added next (the compiler sets it to the tool being worked on). */
   group = 0;
 
@@ -29,6 +30,18 @@ export class DiagnosticSink {
     const d: Diagnostic = { severity, path: path || "#", code, message: message || code };
     if (suggestion) d.suggestion = suggestion;
     this.push(d);
+  }
+
+  /**
+   * Like add, but a second report of the same code at the same path is dropped: a schema shared
+   * by several definitions or tools is checked at each place it is used, yet it is one problem
+   * in the source, so it gets one diagnostic.
+   */
+  addOnce(code: DiagnosticCode, path: string, message: string, suggestion?: string): void {
+    const key = `${code} ${path}`;
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    this.add(code, path, message, suggestion);
   }
 
   /** Adds diagnostics made elsewhere (loading, validation) to the current group. */

@@ -55,8 +55,10 @@ export {
 export { defineTool } from "./sources/sdk/define.ts";
 export { type ToolSetStats, toolSetStats } from "./stats.ts";
 export {
+  BUDGET_OMISSION_CODES,
   createToolSetStore,
   openToolSetStore,
+  type PublishOptions,
   type StoredToolSet,
   TOOLSET_BUCKET,
   TOOLSET_HISTORY,

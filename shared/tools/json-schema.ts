@@ -93,7 +93,8 @@ export interface SchemaCheckPlace {
 /**
  * Validates a schema against the JSON Schema 2020-12 meta-schema and repairs what is invalid:
  * a keyword with a wrong value is removed, a subschema that is not a schema becomes {} (so it
- * accepts any value), each with a `schema.invalid` warning at its JSON pointer in the source.
+ * accepts any value), each with a `schema.invalid` warning at its JSON pointer in the source
+ * (one per pointer and sink, however many places the schema is checked from).
  * The result always passes the meta-schema; a valid schema is returned as it is (same object).
  */
 export function checkSchema(schema: Json, place: SchemaCheckPlace): Json {
@@ -111,10 +112,13 @@ export function checkSchema(schema: Json, place: SchemaCheckPlace): Json {
       seen.add(key);
       const base =
         typeof place.pointer === "function" ? place.pointer(tokens) : [...place.pointer, ...tokens];
-      place.sink.add(
+      // The message names the keyword, not Ajv's path inside this schema: the diagnostic's path
+      // already locates it, and the same source schema is checked both inside its parent's
+      // definition and as a definition of its own (codat's Item/definitions/itemType).
+      place.sink.addOnce(
         "schema.invalid",
         docPath(place.label, base),
-        `${e.instancePath || "schema"} ${e.message ?? "is invalid"} (JSON Schema 2020-12); ${
+        `${target.tokens.at(-1) ?? "schema"} ${e.message ?? "is invalid"} (JSON Schema 2020-12); ${
           target.remove ? `keyword ${target.tokens.at(-1)} removed` : "replaced by {} (any value)"
         }`,
         "Fix the schema in the description, e.g. with an overlay.",

@@ -36,9 +36,26 @@ export interface StoredToolSet {
   tools: ToolDefinition[];
 }
 
+/**
+ * Error codes that only say a tool was left out to keep the output within a size budget: the
+ * rest of the set is sound, it just lacks the tools they name.
+ */
+export const BUDGET_OMISSION_CODES: ReadonlySet<string> = new Set([
+  "budget.tool_omitted",
+  "budget.compile_exceeded",
+]);
+
+export interface PublishOptions {
+  /**
+   * Publish a set whose only error diagnostics are budget omissions (BUDGET_OMISSION_CODES),
+   * without the tools they name. Off by default: a set missing a tool must be asked for.
+   */
+  allowOmittedTools?: boolean;
+}
+
 export interface ToolSetStore {
   /** Validates and stores a compileResult's tools under `name` as a new version. */
-  publish(name: string, compileResult: unknown): Promise<ToolSetPointer>;
+  publish(name: string, compileResult: unknown, options?: PublishOptions): Promise<ToolSetPointer>;
   /** The tools of a published set (digest verified), or undefined when no set has that name. */
   getToolSet(name: string): Promise<ToolDefinition[] | undefined>;
   /** Published set names, sorted. */
@@ -68,8 +85,34 @@ function sha256(bytes: Uint8Array): string {
   return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
 }
 
+type DiagnosticLike = { severity: string; code: string; path: string; message: string };
+
+/**
+ * Refuses a set with error diagnostics. When every error is a budget omission the refusal says
+ * so, names the tools (their messages do) and the two ways on; allowOmittedTools takes the second.
+ */
+function checkErrors(diagnostics: DiagnosticLike[], options: PublishOptions): void {
+  const errors = diagnostics.filter((d) => d.severity === "error");
+  if (errors.length === 0) return;
+  const omissions = errors.every((d) => BUDGET_OMISSION_CODES.has(d.code));
+  if (omissions && options.allowOmittedTools) return;
+  const message = omissions
+    ? `the compileResult has ${errors.length} error diagnostic(s), all tools left out by a size budget: compile again with a larger --max-tool-bytes or --max-output-bytes (0 = no limit), or publish with allowOmittedTools to publish the set without them`
+    : `the compileResult has ${errors.length} error diagnostic(s)`;
+  throw new ToolSetRejected(
+    message,
+    errors
+      .slice(0, 50)
+      .map((d) =>
+        BUDGET_OMISSION_CODES.has(d.code)
+          ? `${d.path}: ${d.code}: ${d.message}`
+          : `${d.path}: ${d.code}`,
+      ),
+  );
+}
+
 /** The tools of a compileResult that may be published, or ToolSetRejected. */
-function publishable(compileResult: unknown): ToolDefinition[] {
+function publishable(compileResult: unknown, options: PublishOptions): ToolDefinition[] {
   const problems = validateCompileResult(compileResult);
   if (problems.length > 0) {
     throw new ToolSetRejected(
@@ -77,17 +120,8 @@ function publishable(compileResult: unknown): ToolDefinition[] {
       problems.slice(0, 50).map((p) => `${p.path}: ${p.message}`),
     );
   }
-  const result = compileResult as {
-    tools: ToolDefinition[];
-    diagnostics: { severity: string; code: string; path: string }[];
-  };
-  const errors = result.diagnostics.filter((d) => d.severity === "error");
-  if (errors.length > 0) {
-    throw new ToolSetRejected(
-      `the compileResult has ${errors.length} error diagnostic(s)`,
-      errors.slice(0, 50).map((d) => `${d.path}: ${d.code}`),
-    );
-  }
+  const result = compileResult as { tools: ToolDefinition[]; diagnostics: DiagnosticLike[] };
+  checkErrors(result.diagnostics, options);
   const names = new Set<string>();
   for (const t of result.tools) {
     if (names.has(t.name)) throw new ToolSetRejected(`tool name ${t.name} appears twice`);
@@ -193,17 +227,17 @@ function checkName(name: string): void {
 /**
  * A tool-set store: the sets themselves in a JetStream Object Store (chunked, so no size limit
  * from max_payload), a small versioned pointer with their SHA-256 in the KV bucket. Publishing
- * refuses anything that is not a valid compileResult, that holds error diagnostics, or whose
- * tool names repeat, so what the executor attaches to a task has passed the compiler's checks;
+ * refuses anything that is not a valid compileResult, that holds error diagnostics (budget
+ * omissions only when allowOmittedTools says so), or whose tool names repeat, so what the executor attaches to a task has passed the compiler's checks;
  * reading verifies the digest, so it never hands out bytes other than those published. Read
  * sets are kept by digest, so a route reading the same set again costs one KV get.
  */
 export function createToolSetStore(deps: StoreDeps): ToolSetStore {
   const cache = new Map<string, { digest: string; tools: ToolDefinition[] }>();
   return {
-    async publish(name, compileResult) {
+    async publish(name, compileResult, options = {}) {
       checkName(name);
-      const tools = publishable(compileResult);
+      const tools = publishable(compileResult, options);
       const bytes = new TextEncoder().encode(tools.map((t) => `${JSON.stringify(t)}\n`).join(""));
       return publishVersion(deps, { name, bytes, tools: tools.length });
     },
