@@ -7,9 +7,9 @@ import {
   InvalidRequestError,
   MalformedJsonError,
   NotFoundError,
-  PayloadTooLargeError,
   UnsupportedMediaTypeError,
 } from "../../shared/errors/index.ts";
+import { readBodyCapped } from "../../shared/http/json-body.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -59,20 +59,28 @@ export function requireStore(ctx: AdminContext): IndexStore {
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const MAX_BODY = 64 * 1024;
+/** Fatal: a body that is not UTF-8 is malformed, not silently repaired. Stateless, so shared. */
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A JSON object body of at most 64 KiB; `undefined` when the request has none. */
+/**
+ * A JSON object body of at most 64 KiB; `undefined` when the request has none. Read through the
+ * ingress's capped reader (this API shares its server, whose own body limit is off): a larger body,
+ * declared or chunked, is a 413 without reading past the limit, and a client that goes away
+ * mid-body is a disconnect, not a server error. /console/login reads it before any credential.
+ */
 export async function readBody(request: Request): Promise<Record<string, unknown> | undefined> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY)
-    throw new PayloadTooLargeError({ detail: "The body is larger than 64 KiB." });
-  const text = await request.text();
-  if (text.length > MAX_BODY)
-    throw new PayloadTooLargeError({ detail: "The body is larger than 64 KiB." });
+  const bytes = await readBodyCapped(request, MAX_BODY, "operator API bodies, fixed");
+  let text: string;
+  let value: unknown;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw new MalformedJsonError({ detail: "The body is not UTF-8." });
+  }
   if (text.trim() === "") return undefined;
   if (!JSON_TYPE.test(request.headers.get("content-type") ?? "")) {
     throw new UnsupportedMediaTypeError({ detail: "Content-Type must be application/json." });
   }
-  let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {

@@ -17,6 +17,7 @@ import {
   UnauthorizedError,
   UnavailableError,
 } from "../../shared/errors/index.ts";
+import { readJsonBody } from "../../shared/http/json-body.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
 import type { JsonShapeLimits } from "../../shared/json/index.ts";
@@ -36,7 +37,6 @@ import {
   unroutedProblem,
 } from "./http-edge.ts";
 import type { JobsApi } from "./jobs-api.ts";
-import { readJsonBody } from "./json-body.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import { validateRunRequest } from "./run-request.ts";
 import type { SharedRateLimiter } from "./shared-rate-limit.ts";

@@ -17,6 +17,7 @@ import {
   SwitchyardError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
+import { readJsonBody } from "../../shared/http/json-body.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import {
   checkJsonShape,
@@ -27,7 +28,6 @@ import {
 import type { Logger } from "../../shared/log/index.ts";
 import { writeStatus } from "../../shared/worker/index.ts";
 import { pathOf } from "./http-edge.ts";
-import { readJsonBody } from "./json-body.ts";
 
 /** Path of the report endpoint; `:job_id` is the task's job id. */
 export const EXECUTOR_REPORT_PATH = "/executor/v1/jobs/:job_id/events";

@@ -20,10 +20,15 @@ export interface EdgeLimits {
   readonly maxHeaderBytes?: number;
 }
 
-/** Paths the API serves and the methods each allows (HEAD comes with GET from Bun). */
+/**
+ * Paths the Client API serves and the methods each allows (HEAD comes with GET from Bun): another
+ * method on one of them is a 405 with Allow, not a 404. Keep in step with app.ts's routes.
+ */
 const ENDPOINTS: readonly { readonly pattern: RegExp; readonly allow: string }[] = [
   { pattern: /^\/run$/, allow: "POST" },
+  { pattern: /^\/jobs$/, allow: "GET, HEAD" },
   { pattern: /^\/jobs\/[^/]+$/, allow: "GET, HEAD" },
+  { pattern: /^\/jobs\/[^/]+\/cancel$/, allow: "POST" },
   { pattern: /^\/executor\/v1\/jobs\/[^/]+\/events$/, allow: "POST" },
   { pattern: /^\/(healthz|readyz|openapi\.json)$/, allow: "GET, HEAD" },
 ];

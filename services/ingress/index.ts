@@ -114,6 +114,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       logger,
     },
     now: () => clock.now().getTime(),
+    maxBodyBytes,
   });
   const entries = () => deps.clients?.entries() ?? config.clients;
   const auth = await createAuthenticator(entries());
@@ -172,7 +173,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
         hostname: config.server.host,
         port: config.server.port,
         // Bun's own limit would answer a bare 413 or close the socket before any handler runs. Ours is
-        // checked while reading (json-body.ts); Bun then discards the rest of an oversized body and
+        // checked while reading (shared/http/json-body.ts); Bun then discards the rest of an oversized body and
         // the client gets a problem answer whatever the size (docs/security.md).
         maxRequestBodySize: Number.MAX_SAFE_INTEGER,
         // Never Bun's HTML error page, whatever NODE_ENV says; and a second hub on the same port

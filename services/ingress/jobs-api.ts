@@ -7,8 +7,8 @@ import {
   JobFinalError,
   JobNotFoundError,
   NotFoundError,
-  PayloadTooLargeError,
 } from "../../shared/errors/index.ts";
+import { readBodyCapped } from "../../shared/http/json-body.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import {
   decodeCursor,
@@ -39,6 +39,8 @@ export interface JobsApiDeps {
   readonly store?: IndexStore;
   readonly cancel: CancelDeps;
   readonly now: () => number;
+  /** The body limit of the Client API (server.max_body_bytes): a cancel's body is read up to it. */
+  readonly maxBodyBytes: number;
 }
 
 export interface JobsApi {
@@ -108,11 +110,16 @@ export function parseListQuery(url: URL): ListQuery {
   };
 }
 
-/** A cancel takes no body: none, or an empty JSON object (for clients that always send one). */
-async function refuseBody(request: Request): Promise<void> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > 1024) throw new PayloadTooLargeError({ detail: "A cancel takes no body." });
-  const text = (await request.text()).trim();
+/** Lenient: any bytes that are not "" or "{}" are refused alike, UTF-8 or not. */
+const utf8 = new TextDecoder("utf-8");
+
+/**
+ * A cancel takes no body: none, or an empty JSON object (for clients that always send one). Read
+ * through the capped reader like every body, so a huge or chunked one is a 413 (and a client that
+ * goes away mid-body is a disconnect), never a whole body in memory.
+ */
+async function refuseBody(request: Request, maxBodyBytes: number): Promise<void> {
+  const text = utf8.decode(await readBodyCapped(request, maxBodyBytes)).trim();
   if (text !== "" && text !== "{}") {
     throw new InvalidRequestError({
       detail: "A cancel takes no body.",
@@ -158,7 +165,7 @@ export function createJobsApi(deps: JobsApiDeps): JobsApi {
       const notFound = () =>
         new JobNotFoundError({ detail: "No job with this id exists for this client." });
       if (!JOB_ID_PATTERN.test(jobId)) throw notFound();
-      await refuseBody(request);
+      await refuseBody(request, deps.maxBodyBytes);
       const outcome = await cancelJob(deps.cancel, {
         clientId: client.id,
         jobId,

@@ -200,15 +200,27 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           responses: {
             "200": {
               description:
-                "One page. Switchyard-Index-Lag and Switchyard-Index-Updated-At say how far behind the stream the index is.",
+                "One page. Switchyard-Index-Lag, Switchyard-Index-Updated-At and Switchyard-Index-Age-Ms say how far behind the stream the index is.",
               headers: {
-                "Switchyard-Index-Lag": { schema: { type: "integer" } },
-                "Switchyard-Index-Updated-At": { schema: { type: "string", format: "date-time" } },
+                "Switchyard-Index-Lag": {
+                  schema: { type: "integer" },
+                  description: "Events the indexer still had to write at its last write.",
+                },
+                "Switchyard-Index-Updated-At": {
+                  schema: { type: "string", format: "date-time" },
+                  description: "When the index last wrote (the epoch when it never has).",
+                },
+                "Switchyard-Index-Age-Ms": {
+                  schema: { type: "integer", minimum: -1 },
+                  description:
+                    "Milliseconds since that write; -1 when it never wrote. It writes at least every 5 s, so more means the indexer is not running.",
+                },
               },
               content: { "application/json": { schema: { $ref: "#/components/schemas/JobPage" } } },
             },
             "400": problem("A bad or unknown query parameter (named in errors)."),
             "401": problem("Missing or invalid bearer token."),
+            "404": problem("Listing is not enabled on this hub (index.enabled is false)."),
             "429": problem("Client rate limit reached.", retryAfter),
           },
         },
@@ -218,6 +230,16 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           operationId: "cancelJob",
           summary: "Cancel a job that is not final (no body)",
           parameters: [{ name: "job_id", in: "path", required: true, schema: { type: "string" } }],
+          requestBody: {
+            required: false,
+            description:
+              "None, or `{}` for clients that always send one; no Content-Type needed. Read up to server.max_body_bytes like every body.",
+            content: {
+              "application/json": {
+                schema: { type: "object", maxProperties: 0, additionalProperties: false },
+              },
+            },
+          },
           responses: {
             "202": {
               description:
@@ -228,9 +250,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
               description: "It had been cancelled before.",
               content: { "application/json": { schema: { $ref: "#/components/schemas/Job" } } },
             },
+            "400": problem("A body other than none or `{}`."),
             "401": problem("Missing or invalid bearer token."),
             "404": problem("No such job for this client (also for other clients' jobs)."),
             "409": problem("job_final: the job already ended otherwise."),
+            "413": problem("The body is larger than the limit (server.max_body_bytes)."),
             "429": problem("Client rate limit reached.", retryAfter),
             "503": problem("The event store is unreachable.", retryAfter),
           },

@@ -3,7 +3,7 @@ import {
   MalformedJsonError,
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
-} from "../../shared/errors/index.ts";
+} from "../errors/index.ts";
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 /** Fatal: a body that is not UTF-8 is malformed, not silently repaired. Stateless, so shared. */
@@ -15,9 +15,12 @@ export interface JsonBody {
   readonly text: string;
 }
 
-function tooLarge(maxBytes: number, seen: string): PayloadTooLargeError {
+/** The body limit of the Client API; other surfaces name their own (the operator API's). */
+const BODY_LIMIT_KEY = "server.max_body_bytes";
+
+function tooLarge(maxBytes: number, seen: string, limitName: string): PayloadTooLargeError {
   return new PayloadTooLargeError({
-    detail: `The body is ${seen}; the limit is ${maxBytes} bytes (server.max_body_bytes).`,
+    detail: `The body is ${seen}; the limit is ${maxBytes} bytes (${limitName}).`,
   });
 }
 
@@ -25,12 +28,18 @@ function tooLarge(maxBytes: number, seen: string): PayloadTooLargeError {
  * Reads at most `maxBytes` of a body. Past the limit it stops reading and throws 413: Bun answers
  * and then discards the rest of the body itself, so the client gets the answer whatever the size
  * and framing (Bun's own body limit is set far above ours, docs/security.md). A client that goes
- * away mid-body is {@link ClientDisconnectedError}, not a server error.
+ * away mid-body is {@link ClientDisconnectedError}, not a server error. Every handler that reads a
+ * body reads it through here (never request.text() or .json(), which read any size into memory).
+ * `limitName` says in the 413 where the limit comes from.
  */
-export async function readBodyCapped(request: Request, maxBytes: number): Promise<Uint8Array> {
+export async function readBodyCapped(
+  request: Request,
+  maxBytes: number,
+  limitName: string = BODY_LIMIT_KEY,
+): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) {
-    throw tooLarge(maxBytes, `declared as ${declared.slice(0, 20)} bytes`);
+    throw tooLarge(maxBytes, `declared as ${declared.slice(0, 20)} bytes`, limitName);
   }
   if (!request.body) return new Uint8Array(0);
   if (declared !== null && /^\d+$/.test(declared)) {
@@ -62,7 +71,7 @@ export async function readBodyCapped(request: Request, maxBytes: number): Promis
     if (step.done) break;
     total += step.value.byteLength;
     // Not cancelled: Bun discards the remainder after the answer, and keeps the connection usable.
-    if (total > maxBytes) throw tooLarge(maxBytes, `larger than ${maxBytes} bytes`);
+    if (total > maxBytes) throw tooLarge(maxBytes, `larger than ${maxBytes} bytes`, limitName);
     chunks.push(step.value);
   }
   if (chunks.length === 1) return chunks[0] as Uint8Array;
