@@ -148,6 +148,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
       body,
       headers,
       timeoutMs: settings.timeoutMs,
+      maxResponseBytes: settings.maxResponseBytes,
       ...settings.policy,
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
       clock: nowMs,

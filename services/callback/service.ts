@@ -363,6 +363,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
           concurrency: settings.concurrency,
           per_destination: settings.perDestinationConcurrency,
           timeout_ms: settings.timeoutMs,
+          max_response_bytes: settings.maxResponseBytes,
         },
         "callback service started",
       );

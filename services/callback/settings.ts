@@ -7,6 +7,8 @@ export interface CallbackSettings {
   readonly policy: EgressPolicy;
   /** Budget of one attempt (DNS, connect, TLS, request, response). */
   readonly timeoutMs: number;
+  /** Receiver answer body bytes read (and discarded) at most (callbacks.max_response_bytes). */
+  readonly maxResponseBytes: number;
   /** Default delays before each retry; the first attempt is immediate. */
   readonly scheduleMs: readonly number[];
   /** Per-client schedules (clients[].callback_retry_schedule). */
@@ -37,6 +39,7 @@ export function callbackSettings(config: Config): CallbackSettings {
   return {
     policy: callbackEgressPolicy(callbacks),
     timeoutMs: parseDuration(callbacks.timeout),
+    maxResponseBytes: callbacks.max_response_bytes,
     scheduleMs: callbacks.retry_schedule.map(parseDuration),
     clientScheduleMs,
     jitter: callbacks.jitter,

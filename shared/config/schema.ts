@@ -95,6 +95,13 @@ const CallbacksConfig = Type.Object(
       description: "Development only: allow every special range except cloud metadata.",
     }),
     timeout: Duration("15s", "Budget of one attempt: DNS, connect, TLS, request and response."),
+    max_response_bytes: Type.Integer({
+      minimum: 1024,
+      maximum: 16_777_216,
+      default: 65_536,
+      description:
+        "Largest receiver answer body read (and discarded); above it the attempt fails as response_too_large.",
+    }),
     retry_schedule: Type.Array(Type.String({ pattern: DURATION_PATTERN }), {
       maxItems: 30,
       default: ["5s", "5m", "30m", "2h", "5h", "10h", "10h"],

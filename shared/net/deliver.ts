@@ -54,8 +54,10 @@ export interface DeliverOptions extends EgressPolicy {
   /** Epoch milliseconds; used for durationMs and HTTP-date Retry-After. Default Date.now. */
   clock?: () => number;
   /**
-   * Response body bytes read (and discarded) at most; beyond them the connection is dropped and
-   * the attempt fails with `response_too_large`. Default {@link DEFAULT_CALLBACK_RESPONSE_BYTES}.
+   * Response body bytes read (and discarded) at most; beyond them (declared by Content-Length or
+   * counted while reading) the connection is dropped and the attempt fails with
+   * `response_too_large`. The callback service passes `callbacks.max_response_bytes`.
+   * Default {@link DEFAULT_CALLBACK_RESPONSE_BYTES}.
    */
   maxResponseBytes?: number;
   /** Extra trusted CA certificates (PEM), e.g. for a private PKI or tests. */
@@ -82,7 +84,10 @@ export function classifyNetworkError(code: string | undefined): DeliveryErrorCla
   return "network";
 }
 
-/** A receiver's answer is status and headers; its body is read only up to this and discarded. */
+/**
+ * A receiver's answer is status and headers; its body is read only up to this and discarded.
+ * Also the default of `callbacks.max_response_bytes` (shared/config/schema.ts).
+ */
 export const DEFAULT_CALLBACK_RESPONSE_BYTES = 64 * 1024;
 
 class DeadlineExceeded extends Error {
@@ -128,6 +133,53 @@ function firstHeader(res: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+interface AnswerReader {
+  readonly maxResponseBytes: number;
+  readonly signal: AbortSignal;
+  readonly resolve: (raw: RawResponse) => void;
+  readonly reject: (err: Error) => void;
+}
+
+/**
+ * Reads and discards a receiver's answer; never buffers or logs its body. The answer counts only
+ * once it is complete, under the attempt's deadline and within the cap.
+ */
+function readAnswer(res: IncomingMessage, reader: AnswerReader): void {
+  const { maxResponseBytes, signal, resolve, reject } = reader;
+  const result: RawResponse = {
+    status: res.statusCode ?? 0,
+    retryAfter: firstHeader(res, "retry-after"),
+  };
+  // A body declared above the cap is refused before any of it is read (as for executors).
+  if (Number(firstHeader(res, "content-length")) > maxResponseBytes) {
+    reject(new ResponseTooLarge(result.status));
+    res.destroy();
+    return;
+  }
+  let seen = 0;
+  res.on("data", (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > maxResponseBytes) {
+      reject(new ResponseTooLarge(result.status));
+      res.destroy();
+    }
+  });
+  const unfinished = () =>
+    reject(
+      signal.aborted
+        ? new DeadlineExceeded("deadline exceeded")
+        : new IncompleteResponse("incomplete"),
+    );
+  res.on("end", () => resolve(result));
+  res.on("close", () => {
+    if (res.complete) resolve(result);
+    else unfinished();
+  });
+  res.on("error", () => {
+    if (!res.complete) unfinished();
+  });
+}
+
 function send(
   url: URL,
   pinned: { address: string; family: 4 | 6 },
@@ -161,40 +213,7 @@ function send(
         agent,
         ca: options.ca === undefined ? undefined : [...[options.ca].flat()],
       },
-      (res) => {
-        const result: RawResponse = {
-          status: res.statusCode ?? 0,
-          retryAfter: firstHeader(res, "retry-after"),
-        };
-        let seen = 0;
-        // Read and discard; never buffer or log the receiver's body. The answer counts only once
-        // it is complete, under the attempt's deadline and within the cap.
-        res.on("data", (chunk: Buffer) => {
-          seen += chunk.length;
-          if (seen > maxResponseBytes) {
-            reject(new ResponseTooLarge(result.status));
-            res.destroy();
-          }
-        });
-        res.on("end", () => resolve(result));
-        res.on("close", () => {
-          if (res.complete) resolve(result);
-          else
-            reject(
-              signal.aborted
-                ? new DeadlineExceeded("deadline exceeded")
-                : new IncompleteResponse("incomplete"),
-            );
-        });
-        res.on("error", () => {
-          if (!res.complete)
-            reject(
-              signal.aborted
-                ? new DeadlineExceeded("deadline exceeded")
-                : new IncompleteResponse("incomplete"),
-            );
-        });
-      },
+      (res) => readAnswer(res, { maxResponseBytes, signal, resolve, reject }),
     );
     const onAbort = () => req.destroy(new DeadlineExceeded("deadline exceeded"));
     if (signal.aborted) onAbort();

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { createSwitchyardClient, newRequestId } from "../../sdk/src/index.ts";
+import { createSwitchyardClient, type JobStatus, newRequestId } from "../../sdk/src/index.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { type SdkHub, startSdkHub } from "./hub.ts";
 import { bin, expectSuccess, type PackedSdk, packedSdk, REPO, runCommand } from "./packed.ts";
@@ -34,6 +34,31 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
+/**
+ * What the list/cancel examples act on: one job of acme's that failed (cancelled: demo.slow has
+ * no worker, so its jobs wait) and two that wait, each listed by the search index as such before
+ * the example runs, since the examples read the index.
+ */
+async function listCancelJobs(): Promise<{ failed: string; waiting: string[] }> {
+  const client = createSwitchyardClient({ baseUrl: sdk.baseUrl, token: sdk.clients.acme.token });
+  const submit = async () =>
+    (await client.run({ request_id: newRequestId(), route: "demo.slow", input: "x" })).job.job_id;
+  const failed = await submit();
+  await client.cancelJob(failed);
+  const waiting = [await submit(), await submit()];
+  const listed = async (status: JobStatus[], ids: string[]) => {
+    const page = await client.listJobs({ route: "demo.slow", status, limit: 500 });
+    return ids.every((id) => page.jobs.some((j) => j.job_id === id));
+  };
+  await waitFor("the index to list the failed and the waiting jobs", async () => {
+    return (
+      (await listed(["error"], [failed])) &&
+      (await listed(["queued", "dispatched", "running"], waiting))
+    );
+  });
+  return { failed, waiting };
+}
+
 let sdk: SdkHub;
 let packed: PackedSdk;
 let env: Record<string, string>;
@@ -52,16 +77,25 @@ beforeAll(async () => {
     await Bun.write(join(packed.consumerDir, `${e.name}.${e.lang === "ts" ? "ts" : "py"}`), e.code);
   }
 }, 120_000);
+// The ingress's graceful stop can wait out its grace period (publish_timeout + 2 s) for a
+// keep-alive connection a request just used.
 afterAll(async () => {
   await sdk?.stop();
   await packed?.cleanup();
-});
+}, 30_000);
 
 test("every code example of docs/sdk.md is marked, so it is tested", () => {
   const blocks = [...DOC.matchAll(/^```(ts|python)$/gm)].length;
   expect(EXAMPLES.length).toBe(blocks);
   expect(EXAMPLES.map((e) => e.name).sort()).toEqual(
-    ["py-callback-server", "py-run", "ts-callback-server", "ts-list-cancel", "ts-run"].sort(),
+    [
+      "py-callback-server",
+      "py-list-cancel",
+      "py-run",
+      "ts-callback-server",
+      "ts-list-cancel",
+      "ts-run",
+    ].sort(),
   );
 });
 
@@ -109,6 +143,31 @@ describe("run against a real hub", () => {
     expectSuccess(ran);
     expect(ran.stdout).toBe("True done Summarise ticket 4711\njob_not_found\n");
   }, 60_000);
+
+  test.each([
+    ["ts-list-cancel", () => [bin("bun"), "ts-list-cancel.ts"]],
+    ["py-list-cancel", () => ["python3", "py-list-cancel.py"]],
+  ])(
+    "%s lists the failed jobs and cancels the unfinished ones of its route",
+    async (_name, command) => {
+      const { failed, waiting } = await listCancelJobs();
+      const ran = await runCommand(command(), { cwd: packed.consumerDir, env });
+      expectSuccess(ran);
+      expect(ran.stdout).toContain(`failed ${failed} demo.slow cancelled\n`);
+      for (const id of waiting) expect(ran.stdout).toContain(`cancel ${id} cancelling\n`);
+      const client = createSwitchyardClient({
+        baseUrl: sdk.baseUrl,
+        token: sdk.clients.acme.token,
+      });
+      for (const id of waiting) {
+        expect(await client.getJob(id)).toMatchObject({
+          status: "error",
+          error: { code: "cancelled" },
+        });
+      }
+    },
+    60_000,
+  );
 
   test.each([
     ["ts-callback-server", () => [bin("bun"), "ts-callback-server.ts"]],

@@ -66,6 +66,18 @@ describe("npm pack", () => {
     expect(manifest.dependencies).toBeUndefined();
     expect(manifest.engines.node).toBe(">=20");
   });
+
+  test("builds with its own devDependencies, pinned as the repository's root pins them", async () => {
+    // sdk/ is not a workspace: its build resolves tsc from the root install, so a drift between
+    // the two manifests would build with one version and declare another.
+    const sdkManifest = await Bun.file(join(REPO, "sdk/package.json")).json();
+    const root = await Bun.file(join(REPO, "package.json")).json();
+    const names = ["@types/node", "typescript"];
+    expect(Object.keys(sdkManifest.devDependencies).sort()).toEqual(names);
+    for (const name of names) {
+      expect(sdkManifest.devDependencies[name]).toBe(root.devDependencies[name]);
+    }
+  });
 });
 
 describe("the declarations", () => {

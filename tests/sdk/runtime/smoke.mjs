@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import {
+  ConflictError,
   createSwitchyardClient,
   InvalidRequestError,
   listJobsPath,
@@ -72,6 +73,17 @@ function receiveOneCallback() {
       resolveServer({ url, delivered, close: () => server.close() });
     });
   });
+}
+
+/** Polls `probe` until it returns a truthy value; the search index follows the jobs within moments. */
+async function eventually(what, probe, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await probe();
+    if (value) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
 }
 
 async function rejection(promise) {
@@ -186,6 +198,60 @@ const checks = [
       } finally {
         receiver.close();
       }
+    },
+  ],
+  [
+    "listJobs and iterateJobs read this client's jobs, newest first, page by page",
+    async () => {
+      const mine = [];
+      for (let i = 0; i < 3; i++) mine.push((await client.run(request())).job.job_id);
+      const other = createSwitchyardClient({ baseUrl, token: otherToken });
+      const theirs = (await other.run(request())).job.job_id;
+      const listed = await eventually("the index to list the jobs", async () => {
+        const jobs = [];
+        for await (const job of client.iterateJobs({ route: "demo.echo", limit: 2 })) {
+          jobs.push(job);
+        }
+        return mine.every((id) => jobs.some((j) => j.job_id === id)) ? jobs : undefined;
+      });
+      const ids = listed.map((j) => j.job_id);
+      assert.equal(new Set(ids).size, ids.length);
+      assert.ok(!ids.includes(theirs));
+      const times = listed.map((j) => j.created_at);
+      assert.deepEqual(times, [...times].sort().reverse());
+      const first = await client.listJobs({ route: "demo.echo", limit: 1 });
+      assert.equal(first.jobs.length, 1);
+      assert.equal(typeof first.nextCursor, "string");
+      const second = await client.listJobs({
+        route: "demo.echo",
+        limit: 1,
+        cursor: first.nextCursor,
+      });
+      assert.equal(second.jobs.length, 1);
+      assert.notEqual(second.jobs[0].job_id, first.jobs[0].job_id);
+      const refused = await rejection(client.listJobs({ cursor: "not-a-cursor" }));
+      assert.ok(refused instanceof InvalidRequestError);
+    },
+  ],
+  [
+    "cancelJob stops a waiting job once; a finished job is job_final; another client's is not found",
+    async () => {
+      const { job } = await client.run(request({ route: "demo.slow" }));
+      const first = await client.cancelJob(job.job_id);
+      assert.equal(first.state, "cancelling");
+      assert.equal(first.job.status, "error");
+      assert.equal(first.job.error?.code, "cancelled");
+      assert.equal((await client.cancelJob(job.job_id)).state, "cancelled");
+      assert.equal((await client.getJob(job.job_id)).error?.code, "cancelled");
+      const other = createSwitchyardClient({ baseUrl, token: otherToken });
+      const notYours = await rejection(other.cancelJob(job.job_id));
+      assert.ok(notYours instanceof NotFoundError);
+      assert.equal(notYours.code, "job_not_found");
+      const done = await client.run(request());
+      await client.waitForJob(done.job.job_id, { initialIntervalMs: 20, timeoutMs: 10_000 });
+      const final = await rejection(client.cancelJob(done.job.job_id));
+      assert.ok(final instanceof ConflictError);
+      assert.equal(final.code, "job_final");
     },
   ],
   [
