@@ -3,9 +3,10 @@
  * hubs sharing one store lose accepted jobs), and `hub.json`, where the running hub says which
  * NATS server it started, so CLI commands in the same folder talk to that server.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 export const LOCK_FILE = "switchyard.lock";
 export const HUB_FILE = "hub.json";
@@ -79,23 +80,122 @@ interface LockContent {
   readonly pid: number;
   readonly host: string;
   readonly started_at: string;
+  /** Tells two locks of one process apart (a re-read must find the very lock it judged stale). */
+  readonly nonce: string;
 }
 
-function tryCreate(path: string, content: LockContent): boolean {
+/**
+ * Paths this process holds. A lock naming our own pid that is not in here was left by an earlier
+ * process with the same pid (a restarted container is pid 1 again): stale, not ours.
+ */
+const held = new Set<string>();
+
+/** How deep takeovers of interrupted takeovers go before a person is asked to look. */
+const MAX_TAKEOVER_DEPTH = 3;
+
+function errno(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException).code;
+}
+
+function readText(path: string): string | undefined {
   try {
-    const fd = openSync(path, "wx");
-    writeFileSync(fd, `${JSON.stringify(content)}\n`);
-    closeSync(fd);
+    return readFileSync(path, "utf8");
+  } catch (err) {
+    if (errno(err) === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
+function parseLock(text: string): LockContent | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<LockContent>;
+    return typeof value.pid === "number" && typeof value.host === "string"
+      ? (value as LockContent)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A complete copy of `text` under a name of our own, to be linked or renamed into place. */
+function writeTemp(path: string, text: string): string {
+  const temp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  writeFileSync(temp, text, { flag: "wx" });
+  return temp;
+}
+
+/**
+ * Creates `path` holding `text`, or returns false when it exists. link(2) of a complete temporary
+ * file is atomic and fails on an existing name, so a reader never finds a lock half written (an
+ * O_EXCL create followed by a write leaves an empty file another start would take as stale).
+ */
+function publish(path: string, text: string): boolean {
+  const temp = writeTemp(path, text);
+  try {
+    linkSync(temp, path);
     return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    if (errno(err) === "EEXIST") return false;
     throw err;
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
+
+/** True while the lock's process may still use it. A lock that does not parse was never whole. */
+function isLive(path: string, holder: LockContent | undefined): boolean {
+  if (holder === undefined) return false;
+  if (holder.host !== hostname()) return true; // another machine's process: cannot tell
+  if (holder.pid === process.pid) return held.has(path);
+  return processAlive(holder.pid);
+}
+
+type Taken = { readonly ok: true } | { readonly ok: false; readonly holder?: LockContent };
+
+/**
+ * Takes `path` for `text`, or names the live process that holds it. A stale lock is replaced
+ * only by the holder of its claim (`<path>.takeover`, taken the same way), after reading the lock
+ * again under the claim, and with one rename(2): the name never disappears on the way, so no
+ * other start can slip in, and two starts that both found it stale cannot both take it (each
+ * would otherwise delete the lock the other had just made). A start that finds the claim held by
+ * a live process is refused: that process is taking the directory.
+ */
+function take(path: string, text: string, depth: number): Taken {
+  for (;;) {
+    if (publish(path, text)) {
+      held.add(path);
+      return { ok: true };
+    }
+    const seen = readText(path);
+    if (seen === undefined) continue; // released between our link and our read
+    const holder = parseLock(seen);
+    if (isLive(path, holder)) return { ok: false, ...(holder ? { holder } : {}) };
+    if (depth >= MAX_TAKEOVER_DEPTH) {
+      throw new DataDirLockedError(
+        dirname(path),
+        `takeovers of ${basename(path)} interrupted ${depth} times; if no switchyard up runs here, delete the ${basename(path)}* files`,
+      );
+    }
+    const claim = `${path}.takeover`;
+    const claimed = take(claim, text, depth + 1);
+    if (!claimed.ok) return claimed;
+    try {
+      if (readText(path) !== seen) continue; // replaced before our claim: judge the new one
+      renameSync(writeTemp(path, text), path);
+      held.add(path);
+      return { ok: true };
+    } finally {
+      // Ours alone: replacing a claim needs its holder dead.
+      held.delete(claim);
+      rmSync(claim, { force: true });
+    }
   }
 }
 
 /**
  * Takes the data directory for this process. A lock left by a process that no longer runs (a
  * SIGKILLed hub) is taken over; a live holder stops start-up with {@link DataDirLockedError}.
+ * Of several starts at once, exactly one gets the directory.
  */
 export function lockDataDir(dir: string, now: () => Date = () => new Date()): DataDirLock {
   mkdirSync(dir, { recursive: true });
@@ -105,29 +205,27 @@ export function lockDataDir(dir: string, now: () => Date = () => new Date()): Da
     pid: process.pid,
     host: hostname(),
     started_at: now().toISOString(),
+    nonce: randomBytes(8).toString("hex"),
   };
-  for (let attempt = 0; !tryCreate(lockPath, content); attempt++) {
-    const holder = readJson<LockContent>(lockPath);
-    const alive = holder !== undefined && (holder.host !== hostname() || processAlive(holder.pid));
-    if (alive || attempt > 0) {
-      const who = holder
-        ? `pid ${holder.pid} on ${holder.host}, since ${holder.started_at}`
-        : "unknown";
-      throw new DataDirLockedError(dir, who);
-    }
-    rmSync(lockPath, { force: true }); // stale: its process is gone
+  const text = `${JSON.stringify(content)}\n`;
+  const taken = take(lockPath, text, 0);
+  if (!taken.ok) {
+    const holder = taken.holder;
+    const who = holder
+      ? `pid ${holder.pid} on ${holder.host}, since ${holder.started_at}`
+      : "unknown";
+    throw new DataDirLockedError(dir, who);
   }
-  const started = content.started_at;
   return {
     dir,
     record(hub) {
-      const record: HubRecord = { pid: process.pid, started_at: started, ...hub };
+      const record: HubRecord = { pid: process.pid, started_at: content.started_at, ...hub };
       writeFileSync(hubPath, `${JSON.stringify(record, null, 2)}\n`);
     },
     release() {
       rmSync(hubPath, { force: true });
-      const holder = readJson<LockContent>(lockPath);
-      if (holder?.pid === process.pid) rmSync(lockPath, { force: true });
+      if (readText(lockPath) === text) rmSync(lockPath, { force: true });
+      held.delete(lockPath);
     },
   };
 }

@@ -146,8 +146,12 @@ export async function runJobsCommand(
       case "show":
       case "cancel":
       case "retry": {
-        const jobId = rest[0];
-        if (!jobId || rest.length > 1) throw new OperatorUsageError(`jobs ${sub} needs one job id`);
+        // Strict: `jobs cancel --force <id>` is an unknown flag, not a job named "--force".
+        const { positionals } = parseArgs({ args: rest, allowPositionals: true, strict: true });
+        const jobId = positionals[0];
+        if (!jobId || positionals.length > 1) {
+          throw new OperatorUsageError(`jobs ${sub} needs one job id`);
+        }
         return sub === "show" ? await show(client, jobId, io) : await act(client, sub, jobId, io);
       }
       default:
@@ -166,7 +170,10 @@ export function reportError(err: unknown, io: OperatorIo, usage: string): number
     err instanceof OperatorUsageError ||
     (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
   ) {
-    io.stderr(`switchyard: ${(err as Error).message}\n${usage}\n`);
+    // node:util's parse errors go on about '--' after their first sentence.
+    const message =
+      err instanceof OperatorUsageError ? err.message : (err as Error).message.split(/\.\s/)[0];
+    io.stderr(`switchyard: ${message}\n${usage}\n`);
     return 2;
   }
   if (err instanceof AdminApiError) {

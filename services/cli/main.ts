@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { hashToken } from "../../shared/auth/index.ts";
 import { type CommandSpec, parseCommand, UsageError } from "./args.ts";
+import { isOperatorCommand, runOperatorCommand } from "./operator-command.ts";
 import { AUDIT_VERIFY_OPTIONS, EVENTS_OPTIONS, SERVICE_NAMES } from "./options.ts";
 
 // Everything else loads on use: --help and usage errors answer without starting the services.
@@ -97,6 +98,22 @@ const GROUPS: Readonly<Record<string, readonly string[]>> = {
   index: ["rebuild"],
 };
 
+/**
+ * Group help that lists more than GROUPS: `callbacks failed` (and bulk redeliver) go through the
+ * operator API and are dispatched before GROUPS is consulted, but belong in the group's help.
+ */
+const GROUP_USAGE: Readonly<Record<string, string>> = {
+  callbacks: `usage: switchyard callbacks <redeliver|failed> [--help]
+
+  redeliver <job_id> [--client <id>]               send a settled completion callback again
+  failed [--where k=v]... [--limit n] [--all]      failed callbacks, through the operator API
+  redeliver --where k=v... [--dry-run] [--yes]     redeliver in bulk, through the operator API`,
+};
+
+function groupUsage(group: string, subs: readonly string[]): string {
+  return GROUP_USAGE[group] ?? `usage: switchyard ${group} <${subs.join("|")}> [--help]`;
+}
+
 /** Splits argv into a command name ("token new") and its arguments; group help is usage. */
 function commandOf(argv: readonly string[]): { name: CommandName; args: string[] } | undefined {
   const [first, second, ...rest] = argv;
@@ -106,14 +123,11 @@ function commandOf(argv: readonly string[]): { name: CommandName; args: string[]
     if (second === undefined || second === "--help" || second === "-h") {
       throw new UsageError(
         second === undefined ? `${first} needs a subcommand` : "",
-        `usage: switchyard ${first} <${subs.join("|")}> [--help]`,
+        groupUsage(first, subs),
       );
     }
     if (!subs.includes(second)) {
-      throw new UsageError(
-        `unknown ${first} subcommand '${second}'`,
-        `usage: switchyard ${first} <${subs.join("|")}>`,
-      );
+      throw new UsageError(`unknown ${first} subcommand '${second}'`, groupUsage(first, subs));
     }
     return { name: `${first} ${second}` as CommandName, args: rest };
   }
@@ -157,7 +171,19 @@ async function rebuild(hub: Hub): Promise<number> {
   const { createLogger } = await import("../../shared/log/index.ts");
   const { rebuildProjection } = await import("../projector/index.ts");
   const logger = createLogger({ level: env.SWITCHYARD_LOG_LEVEL ?? "warn", service: "rebuild" });
-  const result = await rebuildProjection({ nc: hub.nc, js: hub.js, jsm: hub.jsm, logger });
+  const steps = {
+    lease_taken: "holding the projector lease: projector replicas stand by until the rebuild ends",
+    views_purged: "views purged; replaying the event stream",
+    caught_up: "caught up; releasing the lease to the projector replicas",
+  } as const;
+  const result = await rebuildProjection({
+    nc: hub.nc,
+    js: hub.js,
+    jsm: hub.jsm,
+    logger,
+    // Progress for people; pipes get the result line only.
+    ...(commandIo.tty ? { onStep: (step) => stdio.stderr(`${steps[step]}\n`) } : {}),
+  });
   stdio.stdout(`rebuilt ${result.jobs} job views from ${result.events} events\n`);
   return 0;
 }
@@ -187,52 +213,17 @@ async function indexRebuild(): Promise<number> {
   );
 }
 
-/** True for the commands that go through the operator API rather than NATS. */
-function isOperatorCommand(argv: readonly string[]): boolean {
-  const [first, second] = argv;
-  if (first === "jobs") return true;
-  if (first !== "callbacks") return false;
-  return (
-    second === "failed" ||
-    argv.includes("--where") ||
-    argv.includes("--url") ||
-    env.SWITCHYARD_ADMIN_URL !== undefined
-  );
-}
-
-/** `jobs …` and `callbacks failed|redeliver --where …`: the operator API, from --url / env. */
-async function operatorCommand(argv: readonly string[]): Promise<number> {
-  const jobs = await import("./jobs-command.ts");
-  const callbacks = await import("./callbacks-api-command.ts");
-  const [first, ...rest] = argv;
-  const usage = first === "jobs" ? jobs.JOBS_USAGE : callbacks.CALLBACKS_API_USAGE;
-  if (rest.includes("--help") || rest.includes("-h")) {
-    stdio.stdout(`${usage}\n`);
-    return 0;
-  }
-  const at = rest.indexOf("--url");
-  const url = at >= 0 ? rest[at + 1] : env.SWITCHYARD_ADMIN_URL;
-  const args = at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest;
-  if (!url)
-    throw new UsageError("set SWITCHYARD_ADMIN_URL (or --url) to the hub's base URL", usage);
-  const token = env.SWITCHYARD_OPERATOR_TOKEN;
-  if (!token) throw new UsageError("set SWITCHYARD_OPERATOR_TOKEN to an operator token", usage);
-  const { createAdminClient } = await import("./admin-client.ts");
-  const io = {
-    ...stdio,
-    isTTY: process.stdout.isTTY === true,
-    confirm: async (question: string) => {
-      if (!process.stdin.isTTY) return false;
-      process.stderr.write(question);
-      for await (const line of console) return /^y(es)?$/i.test(line.trim());
-      return false;
-    },
-  };
-  const client = createAdminClient({ baseUrl: url, token });
-  return first === "jobs"
-    ? jobs.runJobsCommand(args, client, io)
-    : callbacks.runCallbacksApiCommand(args, client, io);
-}
+/** The terminal of the operator commands: tables and a yes/no question on a TTY. */
+const operatorIo = {
+  ...stdio,
+  isTTY: process.stdout.isTTY === true,
+  confirm: async (question: string) => {
+    if (!process.stdin.isTTY) return false;
+    process.stderr.write(question);
+    for await (const line of console) return /^y(es)?$/i.test(line.trim());
+    return false;
+  },
+};
 
 async function run(name: CommandName, args: string[], positionals: string[]): Promise<number> {
   switch (name) {
@@ -309,7 +300,7 @@ async function main(argv: string[]): Promise<number> {
       stderrIsTTY: process.stderr.isTTY === true,
     });
   }
-  if (isOperatorCommand(argv)) return operatorCommand(argv);
+  if (isOperatorCommand(argv, env)) return runOperatorCommand(argv, env, operatorIo);
   let command: ReturnType<typeof commandOf>;
   try {
     command = commandOf(argv);
@@ -342,6 +333,7 @@ const EXPLAINED = new Set([
   "no_hub",
   "data_dir_locked",
   "projector_running",
+  "rebuild_interrupted",
   "listen_failed",
   "store_outdated",
 ]);

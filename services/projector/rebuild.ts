@@ -4,6 +4,15 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjector } from "./projector.ts";
+import {
+  ProjectorRunningError,
+  RebuildInterruptedError,
+  type RebuildLease,
+  takeProjectorLease,
+} from "./rebuild-lease.ts";
+
+/** Where a rebuild is, for progress lines (and for tests that act at a given point). */
+export type RebuildStep = "lease_taken" | "views_purged" | "caught_up";
 
 export interface RebuildDeps {
   readonly nc: NatsConnection;
@@ -13,18 +22,11 @@ export interface RebuildDeps {
   readonly timeoutMs?: number;
   /** How long the durable is watched for a live projector before anything is changed. */
   readonly probeMs?: number;
+  /** Called at each step, and awaited. */
+  readonly onStep?: (step: RebuildStep) => void | Promise<void>;
 }
 
-/** A projector service is consuming the durable: a rebuild now would break it. */
-export class ProjectorRunningError extends Error {
-  readonly code = "projector_running";
-  constructor(readonly detail: string) {
-    super(
-      `a projector is running (${detail}). Rebuilding under it would delete its durable and purge views it is writing. Stop the projector service (or the hub) first, then run the rebuild.`,
-    );
-    this.name = "ProjectorRunningError";
-  }
-}
+export { ProjectorRunningError, RebuildInterruptedError };
 
 /**
  * Refuses when the projector's durable shows a live consumer: a running projector keeps pull
@@ -52,16 +54,33 @@ async function refuseIfProjectorRuns(deps: RebuildDeps, durable: string): Promis
 }
 
 /**
- * Recreates the job view from the event stream: deletes the projector's durable, purges every view,
- * replays the stream through the projector until nothing is pending, and leaves the durable at the
- * head for the projector service. Refuses with {@link ProjectorRunningError} while a projector
- * service consumes the durable.
+ * Recreates the job view from the event stream: takes the projector's lease (refused with
+ * {@link ProjectorRunningError} while a projector replica holds it), checks that no projector
+ * consumes the durable anyway (one of a version without the lease), deletes the durable, purges
+ * every view, replays the stream through a projector of its own until nothing is pending, and
+ * releases the lease, leaving the durable at the head for the replica that takes over. Standby
+ * replicas stay standby throughout; losing the lease half way stops with
+ * {@link RebuildInterruptedError}.
  */
 export async function rebuildProjection(
   deps: RebuildDeps,
 ): Promise<{ events: number; jobs: number }> {
+  const lease = await takeProjectorLease(deps);
+  try {
+    await deps.onStep?.("lease_taken");
+    return await rebuildUnderLease(deps, lease);
+  } finally {
+    await lease.release();
+  }
+}
+
+async function rebuildUnderLease(
+  deps: RebuildDeps,
+  lease: RebuildLease,
+): Promise<{ events: number; jobs: number }> {
   const durable = TOPOLOGY.consumers.projector;
   await refuseIfProjectorRuns(deps, durable);
+  lease.check();
   try {
     await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, durable);
   } catch (err) {
@@ -70,16 +89,29 @@ export async function rebuildProjection(
   const kv = await new Kvm(deps.nc).open(TOPOLOGY.jobsBucket);
   const keys: string[] = [];
   for await (const key of await kv.keys()) keys.push(key);
-  for (const key of keys) await kv.purge(key);
-  const projector = createProjector({ js: deps.js, jsm: deps.jsm, kv, logger: deps.logger });
+  for (const key of keys) {
+    lease.check();
+    await kv.purge(key);
+  }
+  await deps.onStep?.("views_purged");
+  const projector = createProjector({
+    js: deps.js,
+    jsm: deps.jsm,
+    kv,
+    logger: deps.logger,
+    lease: lease.fence,
+  });
   await projector.start();
   const deadline = Date.now() + (deps.timeoutMs ?? 600_000);
   try {
     for (;;) {
+      lease.check();
       const info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
       if (info.num_pending === 0 && info.num_ack_pending === 0) {
         let jobs = 0;
         for await (const _ of await kv.keys()) jobs++;
+        await deps.onStep?.("caught_up");
+        lease.check();
         return { events: info.delivered.stream_seq, jobs };
       }
       if (Date.now() > deadline) throw new Error("rebuild did not catch up in time");

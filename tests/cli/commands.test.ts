@@ -11,10 +11,10 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-async function cli(args: readonly string[]) {
+async function cli(args: readonly string[], extraEnv: Record<string, string> = {}) {
   const proc = Bun.spawn([process.execPath, MAIN, ...args], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? "", HOME: tmpdir() },
+    env: { PATH: process.env.PATH ?? "", HOME: tmpdir(), ...extraEnv },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -39,7 +39,23 @@ const HELP = [
   ["token", "new", "acme", "-h"],
   ["projector", "--help"],
   ["projector", "rebuild", "--help"],
+  ["callbacks", "--help"],
+  ["callbacks", "-h"],
   ["callbacks", "redeliver", "--help"],
+  ["callbacks", "redeliver", "-h"],
+  ["callbacks", "failed", "--help"],
+  ["callbacks", "failed", "-h"],
+  ["migrate", "--help"],
+  ["migrate", "-h"],
+  ["index", "--help"],
+  ["index", "rebuild", "--help"],
+  ["index", "rebuild", "-h"],
+  ["jobs", "--help"],
+  ["jobs", "-h"],
+  ["jobs", "list", "--help"],
+  ["jobs", "show", "-h"],
+  ["jobs", "cancel", "--help"],
+  ["jobs", "retry", "-h"],
   ["events", "--help"],
   ["audit", "--help"],
   ["audit", "verify", "-h"],
@@ -50,25 +66,44 @@ const HELP = [
   ["tools", "publish", "-h"],
 ];
 
-const BAD = [
-  ["up", "--port", "1"],
-  ["serve", "ingress", "--bogus"],
-  ["token", "new", "acme", "--x"],
-  ["token", "new"],
-  ["token", "old", "x"],
-  ["status", "--verbose"],
-  ["events", "--nope"],
-  ["audit", "verify", "--wat"],
-  ["audit", "keygen", "extra"],
-  ["projector", "rebuild", "now"],
-  ["callbacks", "redeliver"],
-  ["tools", "compile", "--wat"],
-  ["nonsense"],
+/** Bad usage, and what the message must name: the mistake, not something else on the way. */
+const BAD: [string[], string][] = [
+  [["up", "--port", "1"], "Unknown option '--port'"],
+  [["serve", "ingress", "--bogus"], "Unknown option '--bogus'"],
+  [["token", "new", "acme", "--x"], "Unknown option '--x'"],
+  [["token", "new"], "missing argument"],
+  [["token", "old", "x"], "unknown token subcommand 'old'"],
+  [["status", "--verbose"], "Unknown option '--verbose'"],
+  [["events", "--nope"], "Unknown option '--nope'"],
+  [["audit", "verify", "--wat"], "Unknown option '--wat'"],
+  [["audit", "keygen", "extra"], "unexpected argument 'extra'"],
+  [["projector", "rebuild", "now"], "unexpected argument 'now'"],
+  [["callbacks", "redeliver"], "missing argument"],
+  [["callbacks"], "callbacks needs a subcommand"],
+  [["callbacks", "nope"], "unknown callbacks subcommand 'nope'"],
+  [["callbacks", "failed", "--bogus"], "Unknown option '--bogus'"],
+  [["callbacks", "failed", "extra"], "Unexpected argument 'extra'"],
+  [["callbacks", "redeliver", "--where", "a=b", "--bogus"], "Unknown option '--bogus'"],
+  [["migrate", "--bogus"], "Unknown option '--bogus'"],
+  [["migrate", "extra"], "unexpected argument 'extra'"],
+  [["index"], "index needs a subcommand"],
+  [["index", "nope"], "unknown index subcommand 'nope'"],
+  [["index", "rebuild", "--x"], "Unknown option '--x'"],
+  [["index", "rebuild", "now"], "unexpected argument 'now'"],
+  [["jobs"], "jobs needs a command"],
+  [["jobs", "nope"], "unknown jobs command 'nope'"],
+  [["jobs", "list", "--bogus"], "Unknown option '--bogus'"],
+  [["jobs", "list", "--url"], "--url needs the hub's base URL"],
+  [["jobs", "show"], "jobs show needs one job id"],
+  [["jobs", "cancel", "a", "b"], "jobs cancel needs one job id"],
+  [["jobs", "retry", "--force", "a"], "Unknown option '--force'"],
+  [["tools", "compile", "--wat"], "unknown option --wat"],
+  [["nonsense"], "unknown command 'nonsense'"],
 ];
 
 describe("every command: --help / -h print help and exit 0; unknown flags are errors", () => {
   test("help on every command and subcommand, with no side effect", async () => {
-    const results = await Promise.all(HELP.map(cli));
+    const results = await Promise.all(HELP.map((args) => cli(args)));
     for (const r of results) {
       expect({ args: r.args, code: r.code, usage: r.stdout.includes("usage:") }).toEqual({
         args: r.args,
@@ -77,6 +112,9 @@ describe("every command: --help / -h print help and exit 0; unknown flags are er
       });
       expect(r.stderr).toBe("");
     }
+    const group = results.find((r) => r.args === "callbacks --help");
+    expect(group?.stdout).toContain("<redeliver|failed>");
+    expect(group?.stdout).toContain("failed [--where k=v]");
     // `token new --help` used to create a client named "--help".
     for (const r of results.filter((x) => x.args.startsWith("token new"))) {
       expect(r.stdout).not.toContain("token (shown once");
@@ -85,12 +123,34 @@ describe("every command: --help / -h print help and exit 0; unknown flags are er
   });
 
   test("unknown flags, missing and extra arguments: exit 2 with the usage, never a stack trace", async () => {
-    const results = await Promise.all(BAD.map(cli));
-    for (const r of results) {
-      expect({ args: r.args, code: r.code }).toEqual({ args: r.args, code: 2 });
+    const results = await Promise.all(BAD.map(([args]) => cli(args)));
+    for (const [i, r] of results.entries()) {
+      const named = (BAD[i] as [string[], string])[1];
+      expect({ args: r.args, code: r.code, named: r.stderr.includes(named) }).toEqual({
+        args: r.args,
+        code: 2,
+        named: true,
+      });
       expect(r.stderr).toContain("usage:");
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  test("operator commands check their arguments before the hub's URL and token", async () => {
+    const noToken = { SWITCHYARD_ADMIN_URL: "http://127.0.0.1:9" };
+    const bad = await cli(["jobs", "list", "--bogus"], noToken);
+    expect({ code: bad.code, stderr: bad.stderr.split("\n")[0] }).toEqual({
+      code: 2,
+      stderr: "switchyard: Unknown option '--bogus'",
+    });
+    // Arguments in order, then the missing setting: nothing is sent to the hub without a token.
+    const good = await cli(["jobs", "show", "job_1"], noToken);
+    expect({ code: good.code, stderr: good.stderr.split("\n")[0] }).toEqual({
+      code: 2,
+      stderr: "switchyard: set SWITCHYARD_OPERATOR_TOKEN to an operator token",
+    });
+    const noUrl = await cli(["callbacks", "failed"]);
+    expect(noUrl.stderr).toContain("set SWITCHYARD_ADMIN_URL (or --url)");
   });
 });

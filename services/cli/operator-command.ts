@@ -1,0 +1,64 @@
+/**
+ * Dispatch of the commands that go through the operator API instead of NATS: `jobs …`,
+ * `callbacks failed`, `callbacks redeliver --where …` (docs/operations.md, "From the command
+ * line"). main.ts hands in the environment and the terminal.
+ */
+import { UsageError } from "./args.ts";
+import type { Env } from "./connect.ts";
+import type { OperatorIo } from "./jobs-command.ts";
+
+/** True for the commands that go through the operator API rather than NATS. */
+export function isOperatorCommand(argv: readonly string[], env: Env): boolean {
+  const [first, second] = argv;
+  if (first === "jobs") return true;
+  if (first !== "callbacks") return false;
+  // The group's own help covers both ways, whatever the environment says.
+  if (second === undefined || second === "--help" || second === "-h") return false;
+  return (
+    second === "failed" ||
+    argv.includes("--where") ||
+    argv.includes("--url") ||
+    env.SWITCHYARD_ADMIN_URL !== undefined
+  );
+}
+
+/** `jobs …` and `callbacks failed|redeliver --where …`: the operator API, from --url / env. */
+export async function runOperatorCommand(
+  argv: readonly string[],
+  env: Env,
+  io: OperatorIo,
+): Promise<number> {
+  const jobs = await import("./jobs-command.ts");
+  const callbacks = await import("./callbacks-api-command.ts");
+  const [first, ...rest] = argv;
+  const usage = first === "jobs" ? jobs.JOBS_USAGE : callbacks.CALLBACKS_API_USAGE;
+  if (rest.includes("--help") || rest.includes("-h")) {
+    io.stdout(`${usage}\n`);
+    return 0;
+  }
+  const at = rest.indexOf("--url");
+  if (at >= 0 && (rest[at + 1] === undefined || rest[at + 1]?.startsWith("-"))) {
+    throw new UsageError("--url needs the hub's base URL", usage);
+  }
+  const url = at >= 0 ? rest[at + 1] : env.SWITCHYARD_ADMIN_URL;
+  const args = at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest;
+  const token = env.SWITCHYARD_OPERATOR_TOKEN;
+  const missing = !url
+    ? "set SWITCHYARD_ADMIN_URL (or --url) to the hub's base URL"
+    : !token
+      ? "set SWITCHYARD_OPERATOR_TOKEN to an operator token"
+      : undefined;
+  const { createAdminClient } = await import("./admin-client.ts");
+  // Without a URL or token the arguments are still checked first: an unknown flag is reported
+  // as such, and the missing setting only when the command would call the hub.
+  const refuse = async (): Promise<never> => {
+    throw new UsageError(missing ?? "", usage);
+  };
+  const client =
+    missing === undefined
+      ? createAdminClient({ baseUrl: url as string, token: token as string })
+      : { get: refuse, post: refuse };
+  return first === "jobs"
+    ? jobs.runJobsCommand(args, client, io)
+    : callbacks.runCallbacksApiCommand(args, client, io);
+}

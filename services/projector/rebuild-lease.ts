@@ -1,0 +1,120 @@
+/**
+ * The projector's lease, held by `switchyard projector rebuild` from start to end: projector
+ * replicas compete for the same key (services/runtime/run.ts), so while the rebuild holds it they
+ * stay on standby instead of recreating the durable the rebuild is replaying, and an active one
+ * keeps the rebuild out.
+ */
+
+import { hostname } from "node:os";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import {
+  createLease,
+  type Lease,
+  type LeaseHandlers,
+  openLeaseBucket,
+} from "../../shared/lease/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+
+/** The key projector replicas hold in the lease bucket (the same as services/runtime/run.ts). */
+export const PROJECTOR_LEASE_KEY = "projector";
+
+/** A projector service is consuming the durable: a rebuild now would break it. */
+export class ProjectorRunningError extends Error {
+  readonly code = "projector_running";
+  constructor(readonly detail: string) {
+    super(
+      `a projector is running (${detail}). Rebuilding under it would delete its durable and purge views it is writing. Stop the projector service (or the hub) first, then run the rebuild.`,
+    );
+    this.name = "ProjectorRunningError";
+  }
+}
+
+/** The rebuild lost the lease half way: a projector may fold again, on views not yet rebuilt. */
+export class RebuildInterruptedError extends Error {
+  readonly code = "rebuild_interrupted";
+  constructor(why: string) {
+    super(
+      `the rebuild lost the projector lease (${why}), so a projector replica may have taken over. Some views may not be rebuilt yet: run the rebuild again.`,
+    );
+    this.name = "RebuildInterruptedError";
+  }
+}
+
+export interface RebuildLease {
+  /** Throws {@link RebuildInterruptedError} once the lease is lost. */
+  check(): void;
+  /**
+   * The lease as the rebuild's own projector sees it: it folds at once and stops writing the
+   * moment the real lease is lost, as a replica that lost its lease does.
+   */
+  readonly fence: Lease;
+  /** Releases the lease at once: a standby replica takes over from the rebuilt durable. */
+  release(): Promise<void>;
+}
+
+async function holderOf(kv: KV): Promise<string> {
+  const entry = await kv.get(PROJECTOR_LEASE_KEY).catch(() => null);
+  if (entry?.operation !== "PUT") return "another process";
+  try {
+    const value = entry.json<{ holder?: unknown }>();
+    return typeof value.holder === "string" ? value.holder : "another process";
+  } catch {
+    return "another process";
+  }
+}
+
+/**
+ * Takes the projector's lease, or refuses with {@link ProjectorRunningError} naming its holder.
+ * The bucket is opened with the events stream's replicas: the CLI has no config file, and a hub
+ * whose projector never ran has no bucket yet (the projector's own open then finds this one).
+ */
+export async function takeProjectorLease(deps: {
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  readonly logger: Logger;
+}): Promise<RebuildLease> {
+  const events = await deps.jsm.streams.info(TOPOLOGY.eventsStream);
+  const kv = await openLeaseBucket(deps.nc, { replicas: events.config.num_replicas });
+  let lost: string | undefined;
+  let releasing = false;
+  let fenced: LeaseHandlers | undefined;
+  const lease = createLease({
+    kv,
+    key: PROJECTOR_LEASE_KEY,
+    holder: `${hostname()}/${process.pid} (projector rebuild)`,
+    logger: deps.logger,
+  });
+  await lease.start({
+    lead: async () => {},
+    standDown: async () => {
+      if (releasing) return;
+      lost ??= "it was not renewed in time";
+      await fenced?.standDown();
+    },
+  });
+  if (!lease.holding()) {
+    await lease.stop(); // one attempt only: a rebuild does not wait in line
+    throw new ProjectorRunningError(`the projector lease is held by ${await holderOf(kv)}`);
+  }
+  const held = () => lost === undefined && lease.holding();
+  return {
+    check() {
+      if (!held()) throw new RebuildInterruptedError(lost ?? "it was not renewed in time");
+    },
+    fence: {
+      async start(handlers) {
+        fenced = handlers;
+        await handlers.lead();
+      },
+      holding: held,
+      async stop() {}, // the rebuild releases the real lease itself, after its projector stopped
+    },
+    async release() {
+      releasing = true;
+      await lease.stop();
+    },
+  };
+}
