@@ -10,6 +10,7 @@ import { consoleRoutes } from "./console.ts";
 import { type AdminContext, callerOf, json } from "./context.ts";
 import { cancelAsOperator, jobDetail, retryAsOperator, searchJobs } from "./jobs-routes.ts";
 import { counts, overview } from "./overview.ts";
+import { noQuery } from "./search.ts";
 
 export const ADMIN_PREFIX = "/admin/v1";
 
@@ -54,6 +55,7 @@ export function createAdminApp(ctx: AdminContext) {
     .onAfterHandle(({ response }) => (response instanceof Response ? secured(response) : undefined))
     .get(`${p}/session`, async ({ request }) => {
       const caller = await callerOf(ctx, request);
+      noQuery(request);
       const { id, role, read_payloads } = caller.operator;
       return json({
         operator: { id, role, read_payloads },

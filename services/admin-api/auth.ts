@@ -1,9 +1,17 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import { loadMetaSecret } from "../../shared/bus/index.ts";
 import type { OperatorConfig } from "../../shared/config/index.ts";
 import { RateLimitedError, UnauthorizedError } from "../../shared/errors/index.ts";
 import { CsrfError, ForbiddenError } from "../../shared/errors/operator.ts";
+import {
+  createSessions,
+  expiryOf,
+  SESSION_COOKIE,
+  type SessionGenerations,
+  sameText,
+} from "./session.ts";
+
+export { metaSessionGenerations, SESSION_COOKIE, type SessionGenerations } from "./session.ts";
 
 /** Who is calling the operator API, and how: a bearer credential or a console session. */
 export interface OperatorCaller {
@@ -24,7 +32,6 @@ export interface FailureLimiter {
   failed(address: string): void;
 }
 
-export const SESSION_COOKIE = "sy_console";
 const SESSION_KEY = "console_session_key";
 const CHALLENGE = { "www-authenticate": 'Bearer realm="switchyard-operators"' };
 
@@ -33,25 +40,8 @@ export function loadSessionKey(meta: KV): Promise<Buffer> {
   return loadMetaSecret(meta, { key: SESSION_KEY });
 }
 
-/** Which credential an operator logged in with: a token's hash, or the JWT issuer and subject. */
-function credentialOf(operator: OperatorConfig, authorization: string): string {
-  const token = /^Bearer\s+(\S+)/i.exec(authorization)?.[1] ?? "";
-  const hash = createHash("sha256").update(token).digest("hex");
-  return operator.token_sha256.includes(hash) ? hash.slice(0, 16) : "jwt";
-}
-
-/** True when the credential a session was made from is still configured for the operator. */
-function credentialStillValid(operator: OperatorConfig, credential: string): boolean {
-  if (credential === "jwt") return operator.jwt !== undefined;
-  return operator.token_sha256.some((h) => h.startsWith(credential));
-}
-
-interface SessionBody {
-  readonly o: string;
-  readonly c: string;
-  readonly e: number;
-  readonly n: string;
-}
+/** The token of an Authorization header ("" when it has none). */
+const bearerToken = (authorization: string) => /^Bearer\s+(\S+)/i.exec(authorization)?.[1] ?? "";
 
 export interface OperatorAuthDeps {
   readonly operators: readonly OperatorConfig[];
@@ -59,22 +49,23 @@ export interface OperatorAuthDeps {
   readonly limiter?: FailureLimiter;
   readonly sessionKey: Buffer;
   readonly sessionTtlMs: number;
+  readonly generations: SessionGenerations;
+  /** Where the session cookie is sent: the console's path and the operator API's. */
+  readonly cookiePaths: readonly string[];
+  readonly secureCookie: boolean;
   readonly now: () => number;
 }
 
 /**
  * Operator authentication (docs/operations.md, "Operators"): bearer credentials (hashed tokens or
- * JWTs, never client tokens) for the API and the CLI; for the console, a session cookie
- * (HttpOnly, SameSite=Strict) signed with a hub-wide key, valid until it expires or its
- * credential is removed from the config, with a CSRF token every action must carry.
+ * JWTs with exp, never client tokens) for the API and the CLI; for the console, a session cookie
+ * (HttpOnly, SameSite=Strict, sent only to the console and the operator API) signed with a
+ * hub-wide key, valid until it expires (never after a JWT it was made from), the operator logs
+ * out, or its credential is removed from the config, with a CSRF token every action must carry.
  */
 export function createOperatorAuth(deps: OperatorAuthDeps) {
   const byId = new Map(deps.operators.map((o) => [o.id, o]));
-  const sign = (text: string) =>
-    createHmac("sha256", deps.sessionKey).update(text).digest("base64url");
-  const csrfOf = (nonce: string) => sign(`csrf:${nonce}`);
-  const sameText = (a: string, b: string) =>
-    a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+  const sessions = createSessions({ ...deps, operators: byId });
 
   const throttle = (address: string) => {
     const blocked = deps.limiter?.blockedFor(address) ?? 0;
@@ -92,7 +83,8 @@ export function createOperatorAuth(deps: OperatorAuthDeps) {
     try {
       const { id } = await deps.credentials.authenticate(authorization);
       const operator = byId.get(id);
-      if (operator) return operator;
+      // Operators have no require_exp switch: a JWT that never expires is no operator credential.
+      if (operator && expiryOf(operator, bearerToken(authorization)) !== undefined) return operator;
     } catch {
       // Counted below, like any unknown credential.
     }
@@ -103,29 +95,13 @@ export function createOperatorAuth(deps: OperatorAuthDeps) {
     });
   };
 
-  const session = (cookie: string): OperatorCaller | undefined => {
-    const [body, mac] = cookie.split(".");
-    if (!body || !mac || !sameText(sign(body), mac)) return undefined;
-    let parsed: SessionBody;
-    try {
-      parsed = JSON.parse(Buffer.from(body, "base64url").toString()) as SessionBody;
-    } catch {
-      return undefined;
-    }
-    const operator = byId.get(parsed.o);
-    if (!operator || parsed.e <= deps.now() || !credentialStillValid(operator, parsed.c)) {
-      return undefined;
-    }
-    return { operator, via: "session", csrf: csrfOf(parsed.n) };
-  };
-
   return {
     /** The caller of an operator API request; 401 without a valid credential or session. */
     async caller(request: Request, address: string): Promise<OperatorCaller> {
       const authorization = request.headers.get("authorization");
       if (authorization) return { operator: await bearer(authorization, address), via: "bearer" };
       const cookie = readCookie(request, SESSION_COOKIE);
-      const found = cookie ? session(cookie) : undefined;
+      const found = cookie ? await sessions.read(cookie) : undefined;
       if (found) return found;
       throw new UnauthorizedError({
         detail: "Send an operator token (Authorization: Bearer) or log in to the console.",
@@ -133,19 +109,21 @@ export function createOperatorAuth(deps: OperatorAuthDeps) {
       });
     },
 
-    /** Logs in with an operator credential; the Set-Cookie value of the new session. */
-    async login(token: string, address: string, secure: boolean): Promise<string> {
-      const authorization = `Bearer ${token}`;
-      const operator = await bearer(authorization, address);
-      const expires = deps.now() + deps.sessionTtlMs;
-      const body: SessionBody = {
-        o: operator.id,
-        c: credentialOf(operator, authorization),
-        e: expires,
-        n: randomBytes(16).toString("base64url"),
-      };
-      const text = Buffer.from(JSON.stringify(body)).toString("base64url");
-      return cookieHeader(`${text}.${sign(text)}`, Math.floor(deps.sessionTtlMs / 1000), secure);
+    /**
+     * Logs in with an operator credential: the Set-Cookie values of the new session, one per
+     * cookie path. A session made from a JWT ends when the JWT does, if that is sooner.
+     */
+    async login(token: string, address: string): Promise<string[]> {
+      return sessions.issue(await bearer(`Bearer ${token}`, address), token);
+    },
+
+    /**
+     * Ends every console session of the caller's operator, on every replica (a new session
+     * generation), and answers the Set-Cookie values that clear the cookie (also without a
+     * caller, whose session already ended).
+     */
+    logout(caller: OperatorCaller | undefined): Promise<string[]> {
+      return sessions.end(caller?.operator.id);
     },
 
     /** Refuses an unsafe request of a console session without its CSRF token or from elsewhere. */
@@ -172,17 +150,6 @@ export function requireOperatorRole(caller: OperatorCaller): void {
       detail: `Operator '${caller.operator.id}' has the viewer role and cannot act.`,
     });
   }
-}
-
-export function cookieHeader(value: string, maxAgeSec: number, secure: boolean): string {
-  return [
-    `${SESSION_COOKIE}=${value}`,
-    "Path=/",
-    "HttpOnly",
-    "SameSite=Strict",
-    `Max-Age=${maxAgeSec}`,
-    ...(secure ? ["Secure"] : []),
-  ].join("; ");
 }
 
 export function readCookie(request: Request, name: string): string | undefined {

@@ -14,12 +14,17 @@ import {
   requireStore,
 } from "./context.ts";
 import { searchJobs } from "./jobs-routes.ts";
-import { filterOf, invalid, WHERE_KEYS } from "./search.ts";
+import { filterOf, invalid, noQuery, WHERE_KEYS } from "./search.ts";
 
 /** GET /admin/v1/callbacks/failed: jobs whose completion callback failed, with the search filters. */
 export async function failedCallbacks(ctx: AdminContext, request: Request): Promise<Response> {
   const url = new URL(request.url);
-  if (url.searchParams.has("callback")) throw invalid("callback", "is always 'failed' here");
+  if (url.searchParams.has("callback")) {
+    // Authentication first (401 before any 400), as on every endpoint; searchJobs does it again
+    // otherwise, so only this refusal needs its own.
+    await callerOf(ctx, request);
+    throw invalid("callback", "is always 'failed' here");
+  }
   url.searchParams.set("callback", "failed");
   return searchJobs(ctx, new Request(url.toString(), request));
 }
@@ -38,6 +43,7 @@ export async function redeliverOne(
   const caller = await callerOf(ctx, request);
   requireOperatorRole(caller);
   ctx.auth.checkCsrf(request, caller);
+  noQuery(request);
   await noBody(request);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined)
@@ -97,6 +103,7 @@ export async function redeliverBulk(ctx: AdminContext, request: Request): Promis
   const caller = await callerOf(ctx, request);
   requireOperatorRole(caller);
   ctx.auth.checkCsrf(request, caller);
+  noQuery(request);
   const store = requireStore(ctx);
   const body = (await readBody(request)) ?? {};
   for (const key of Object.keys(body)) {

@@ -7,8 +7,9 @@ import {
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
 import { CsrfError } from "../../shared/errors/operator.ts";
-import { cookieHeader } from "./auth.ts";
-import { type AdminContext, callerOf, json, readBody } from "./context.ts";
+import type { OperatorCaller } from "./auth.ts";
+import { type AdminContext, callerOf, json, NO_STORE, readBody } from "./context.ts";
+import { noQuery } from "./search.ts";
 
 const ASSET_DIR = join(import.meta.dir, "console");
 const TYPES: Readonly<Record<string, string>> = {
@@ -47,6 +48,20 @@ function serve(asset: Asset | undefined, request: Request): Response {
   });
 }
 
+/** The operator calling, or undefined when nobody is logged in (not an error here). */
+function loggedIn(ctx: AdminContext, request: Request): Promise<OperatorCaller | undefined> {
+  return callerOf(ctx, request).catch((err: unknown) => {
+    if (err instanceof UnauthorizedError) return undefined;
+    throw err;
+  });
+}
+
+/** Adds Set-Cookie headers (one per cookie path). */
+function withCookies(response: Response, cookies: readonly string[]): Response {
+  for (const cookie of cookies) response.headers.append("set-cookie", cookie);
+  return response;
+}
+
 /** Login and logout come from the console page itself, never from another site. */
 function sameOrigin(request: Request): void {
   const site = request.headers.get("sec-fetch-site");
@@ -64,7 +79,6 @@ function sameOrigin(request: Request): void {
 export function consoleRoutes(app: Elysia, ctx: AdminContext): void {
   const base = ctx.config.console.path;
   const assets = loadAssets();
-  const secure = ctx.config.console.secure_cookie;
   app
     // The page's links are relative to `<base>/`.
     // (Elysia routes `/console` and `/console/` alike: the path itself says which it was.)
@@ -75,10 +89,8 @@ export function consoleRoutes(app: Elysia, ctx: AdminContext): void {
     )
     .get(`${base}/state`, async ({ request }) => {
       // The page asks who is logged in; nobody is an answer, not an error.
-      const caller = await callerOf(ctx, request).catch((err: unknown) => {
-        if (err instanceof UnauthorizedError) return undefined;
-        throw err;
-      });
+      const caller = await loggedIn(ctx, request);
+      noQuery(request);
       if (!caller) return json({ operator: null });
       const { id, role, read_payloads } = caller.operator;
       return json({ operator: { id, role, read_payloads }, csrf_token: caller.csrf ?? "" });
@@ -88,6 +100,7 @@ export function consoleRoutes(app: Elysia, ctx: AdminContext): void {
       `${base}/login`,
       async ({ request }) => {
         sameOrigin(request);
+        noQuery(request);
         const body = (await readBody(request)) ?? {};
         const token = body.token;
         const extra = Object.keys(body).find((k) => k !== "token");
@@ -104,21 +117,28 @@ export function consoleRoutes(app: Elysia, ctx: AdminContext): void {
             errors: [{ pointer, message: extra === undefined ? "is required" : "unknown field" }],
           });
         }
-        const cookie = await ctx.auth.login(token, ctx.addressOf(request), secure);
+        const cookies = await ctx.auth.login(token, ctx.addressOf(request));
         ctx.logger.info({ address: ctx.addressOf(request) }, "console login");
-        return new Response(null, {
-          status: 204,
-          headers: { "set-cookie": cookie, "cache-control": "no-store" },
-        });
+        return withCookies(new Response(null, { status: 204, headers: NO_STORE }), cookies);
       },
       { parse: "none" },
     )
     .post(
       `${base}/logout`,
       async ({ request }) => {
-        const caller = await callerOf(ctx, request);
-        ctx.auth.checkCsrf(request, caller);
-        return json({ logged_out: true }, 200, { "set-cookie": cookieHeader("", 0, secure) });
+        // Without a live session (it ended, or another tab logged out) there is nothing to
+        // revoke: the cookie is cleared all the same, so the page always gets back to its login.
+        // A bearer token (ending an operator's sessions from the CLI) must be valid.
+        const caller = request.headers.has("authorization")
+          ? await callerOf(ctx, request)
+          : await loggedIn(ctx, request);
+        if (caller) ctx.auth.checkCsrf(request, caller);
+        noQuery(request);
+        const cookies = await ctx.auth.logout(caller);
+        if (caller) {
+          ctx.logger.info({ operator: caller.operator.id, via: caller.via }, "console logout");
+        }
+        return withCookies(json({ logged_out: true }), cookies);
       },
       { parse: "none" },
     );

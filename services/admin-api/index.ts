@@ -4,12 +4,13 @@ import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
-import { operatorSurface } from "./app.ts";
+import { ADMIN_PREFIX, operatorSurface } from "./app.ts";
 import {
   type CredentialCheck,
   createOperatorAuth,
   type FailureLimiter,
   loadSessionKey,
+  metaSessionGenerations,
 } from "./auth.ts";
 
 export { ADMIN_PREFIX, createAdminApp, SECURITY_HEADERS } from "./app.ts";
@@ -37,6 +38,10 @@ export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
     ...(deps.limiter ? { limiter: deps.limiter } : {}),
     sessionKey: await loadSessionKey(hub.meta),
     sessionTtlMs: parseDuration(config.console.session_ttl),
+    generations: metaSessionGenerations(hub.meta),
+    // The cookie goes where the console page and its API calls go, not to the Client API.
+    cookiePaths: [config.console.path, ADMIN_PREFIX],
+    secureCookie: config.console.secure_cookie,
     now: () => deps.clock.now().getTime(),
   });
   return operatorSurface({

@@ -10,7 +10,7 @@ import { encodeCursor, listHeaders } from "../../shared/search/index.ts";
 import { requireOperatorRole } from "./auth.ts";
 import { type AdminContext, callerOf, json, noBody, ownerOf, requireStore } from "./context.ts";
 import { adminJob, callbackAttempts, timelineEntry } from "./redact.ts";
-import { parseSearch } from "./search.ts";
+import { noQuery, parseSearch } from "./search.ts";
 
 const notFound = (jobId: string) =>
   new JobNotFoundError({ detail: `No job ${jobId.slice(0, 40)} exists.` });
@@ -42,6 +42,7 @@ export async function jobDetail(
   jobId: string,
 ): Promise<Response> {
   const caller = await callerOf(ctx, request);
+  noQuery(request);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw notFound(jobId);
   const history = await readJobHistory(ctx.jsm, { clientId, jobId });
@@ -68,6 +69,7 @@ export async function cancelAsOperator(
   const caller = await callerOf(ctx, request);
   requireOperatorRole(caller);
   ctx.auth.checkCsrf(request, caller);
+  noQuery(request);
   await noBody(request);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw notFound(jobId);
@@ -111,6 +113,7 @@ export async function retryAsOperator(
   const caller = await callerOf(ctx, request);
   requireOperatorRole(caller);
   ctx.auth.checkCsrf(request, caller);
+  noQuery(request);
   await noBody(request);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw notFound(jobId);

@@ -3,7 +3,7 @@ import { CLIENT_ID_PATTERN } from "../../shared/config/index.ts";
 import type { CountRow } from "../../shared/search/index.ts";
 import { parseTime, queryValues, refuseUnknown } from "../../shared/search/index.ts";
 import { type AdminContext, callerOf, json, requireStore } from "./context.ts";
-import { invalid } from "./search.ts";
+import { invalid, noQuery } from "./search.ts";
 
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
@@ -64,6 +64,7 @@ async function perMinute(ctx: AdminContext, kind: "created" | "completed", minut
  */
 export async function overview(ctx: AdminContext, request: Request): Promise<Response> {
   await callerOf(ctx, request);
+  noQuery(request);
   const store = requireStore(ctx);
   const now = ctx.clock.now().getTime();
   const nowMinute = Math.floor(now / MINUTE);

@@ -92,5 +92,10 @@ export function parseSearch(
   return { filter, limit, ...(after ? { after } : {}) };
 }
 
+/** An endpoint that takes no query parameters refuses any, by name. */
+export function noQuery(request: Request): void {
+  refuseUnknown(new URL(request.url), new Set(), invalid);
+}
+
 /** The names of the search parameters, for a bulk action's `where` object. */
 export const WHERE_KEYS: readonly string[] = SEARCH_PARAMS;

@@ -57,9 +57,11 @@ export async function ensureTopology(
   const kvm = new Kvm(nc);
   // The meta bucket and the version mark come before the stream, so a store with a stream and
   // no mark is one an older version wrote, never a new one half set up.
-  // sy_meta is read at start-up only (the store mark, the job-id key, the console key), where a
-  // read must see every earlier write: direct gets may be answered by an R3 follower that has not
-  // applied them yet (seen on 2.9.10 in a rolling restart), so its reads go to the stream leader.
+  // sy_meta holds the store mark, the job-id key and the console key (read at start-up) and each
+  // operator's console-session generation (read per console request, so a logout on one replica
+  // holds on all). Each read must see every earlier write: direct gets may be answered by an R3
+  // follower that has not applied them yet (seen on 2.9.10 in a rolling restart), so its reads go
+  // to the stream leader.
   const meta = await kvm.create(TOPOLOGY.metaBucket, {
     history: 1,
     replicas: options.replicas,

@@ -117,6 +117,32 @@ describe("credentials and roles", () => {
   });
 });
 
+describe("unknown query parameters are refused by name, after authentication", () => {
+  const job = "job_AAAAAAAAAAAAAAAAAAAAAA";
+  test.each([
+    ["GET", `/admin/v1/jobs/${job}`],
+    ["GET", "/admin/v1/session"],
+    ["GET", "/admin/v1/overview"],
+    ["POST", `/admin/v1/jobs/${job}/cancel`],
+    ["POST", `/admin/v1/jobs/${job}/retry`],
+    ["POST", `/admin/v1/callbacks/${job}/redeliver`],
+    ["POST", "/admin/v1/callbacks/redeliver"],
+    ["GET", "/console/state"],
+    ["POST", "/console/logout"],
+  ])("%s %s?colour=red: 400 naming colour", async (method, path) => {
+    const anonymous = await op.hub.request(`${path}?colour=red`, { method, token: null });
+    // /console/state answers "nobody" and logout clears a cookie without a session; both
+    // check the query all the same.
+    expect(anonymous.status).toBe(path.startsWith("/console/") ? 400 : 401);
+    const res = await op.hub.request(`${path}?colour=red`, { method, token: olga });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toContain("application/problem+json");
+    const problem = (await res.json()) as { detail: string; errors: { pointer: string }[] };
+    expect(problem.errors[0]?.pointer).toBe("/query/colour");
+    expect(problem.detail).toContain("colour");
+  });
+});
+
 describe("search and detail", () => {
   let acmeJob: string;
   let globexJob: string;

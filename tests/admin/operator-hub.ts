@@ -1,6 +1,8 @@
+import type { ServiceName } from "../../services/runtime/run.ts";
 import { hashToken } from "../../shared/auth/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub, type TestClient, type TestHub } from "../helpers/hub.ts";
+import type { TestNats } from "../helpers/nats.ts";
 
 /**
  * A hub with operators, for the operator API, CLI and console tests: `alice` acts and reads
@@ -28,9 +30,17 @@ export interface OperatorHub {
   stop(): Promise<void>;
 }
 
-export async function startOperatorHub(
-  options: { readonly maxBulk?: number; readonly console?: boolean } = {},
-): Promise<OperatorHub> {
+export interface OperatorHubOptions {
+  readonly maxBulk?: number;
+  readonly console?: boolean;
+  /** More entries of `operators:`, as YAML flow mappings (e.g. an operator with a JWT). */
+  readonly extraOperators?: readonly string[];
+  /** Another hub's NATS: this one is then a further replica of it (with `services`). */
+  readonly nats?: TestNats;
+  readonly services?: readonly ServiceName[];
+}
+
+export async function startOperatorHub(options: OperatorHubOptions = {}): Promise<OperatorHub> {
   const clients: TestClient[] = [
     {
       id: "acme",
@@ -45,8 +55,11 @@ export async function startOperatorHub(
       callbackSecrets: [CALLBACK_SECRET],
     },
   ];
+  const extraOperators = (options.extraOperators ?? []).map((o) => `\n  - ${o}`).join("");
   const hub = await startHub({
     clients,
+    ...(options.nats ? { nats: options.nats } : {}),
+    ...(options.services ? { services: options.services } : {}),
     yaml: `
 callbacks:
   allow_cidrs: ["127.0.0.1/32"]
@@ -64,7 +77,7 @@ routes:
 operators:
   - { id: alice, token_sha256: ["${hashToken(OPERATOR_TOKENS.alice)}"], role: operator, read_payloads: true }
   - { id: olga, token_sha256: ["${hashToken(OPERATOR_TOKENS.olga)}"], role: operator }
-  - { id: victor, token_sha256: ["${hashToken(OPERATOR_TOKENS.victor)}"], role: viewer }
+  - { id: victor, token_sha256: ["${hashToken(OPERATOR_TOKENS.victor)}"], role: viewer }${extraOperators}
 admin_api: { max_bulk: ${options.maxBulk ?? 1000} }
 console: { enabled: ${options.console ?? true}, secure_cookie: false }
 `,

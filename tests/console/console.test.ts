@@ -1,7 +1,8 @@
 /**
  * The web console in a real browser (issue 16, section 4): Debian's chromium driven by
- * playwright-core. The tests log in, search, open a job, cancel one, retry one and redeliver
- * failed callbacks, and fail on any console error or failed request. Screenshots go to
+ * playwright-core. The tests log in, search, page through results, open a job, cancel one, retry
+ * one, redeliver failed callbacks and log out, also with every request outside 127.0.0.1 aborted,
+ * and fail on any console error or failed request. Screenshots go to
  * tests/console/screenshots/ (git-ignored; docs/images holds the ones the docs show).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -91,9 +92,21 @@ afterAll(async () => {
   receiver?.stop(true);
 });
 
-/** A fresh browser context that records console errors, failed requests and error answers. */
-async function openConsole(): Promise<{ context: BrowserContext; page: Page }> {
+/**
+ * A fresh browser context that records console errors, failed requests and error answers. With
+ * `offline`, every request to anywhere but the hub on 127.0.0.1 is aborted and listed there.
+ */
+async function openConsole(offline?: string[]): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  if (offline) {
+    await context.route(
+      (url) => url.hostname !== "127.0.0.1",
+      (route) => {
+        offline.push(route.request().url());
+        return route.abort("internetdisconnected");
+      },
+    );
+  }
   const page = await context.newPage();
   page.on("console", (msg) => {
     if (msg.type() === "error") problems.push(`console error: ${msg.text()}`);
@@ -130,9 +143,12 @@ describe("the console", () => {
     await page.waitForSelector("#card-accepted");
     await page.waitForSelector("svg.chart rect", { state: "attached" });
     await page.screenshot({ path: join(SHOTS, "overview.png"), fullPage: true });
-    // The session is an HttpOnly, SameSite=Strict cookie.
-    const [cookie] = await context.cookies();
-    expect(cookie).toMatchObject({ name: "sy_console", httpOnly: true, sameSite: "Strict" });
+    // The session is an HttpOnly, SameSite=Strict cookie, sent to the console and its API only.
+    const cookies = await context.cookies();
+    for (const cookie of cookies) {
+      expect(cookie).toMatchObject({ name: "sy_console", httpOnly: true, sameSite: "Strict" });
+    }
+    expect(cookies.map((c) => c.path).sort()).toEqual(["/admin/v1", "/console"]);
 
     await page.click('a[data-nav="jobs"]');
     await page.waitForSelector("#job-filters");
@@ -140,8 +156,10 @@ describe("the console", () => {
     await page.selectOption('#job-filters select[name="status"]', ["done"]);
     await page.click("#job-filters button[type=submit]");
     await page.waitForURL(/tenant=tenant-ui/);
-    // (No waitForFunction: the console's CSP refuses the eval it needs, as it should.)
-    await page.waitForSelector("#job-results tbody tr:nth-child(6)");
+    // The unfiltered list stays until the search's answer replaces it: wait for the answer's
+    // count, not for a sixth row the old list has too. (No waitForFunction: the console's CSP
+    // refuses the eval it needs, as it should.)
+    await page.waitForSelector(".pager span >> text=/^6 shown/");
     expect(await page.locator("#job-results tbody tr").count()).toBe(6);
     await page.screenshot({ path: join(SHOTS, "search.png"), fullPage: true });
     await page.click("#job-results tbody tr:first-child a");
@@ -217,8 +235,62 @@ describe("the console", () => {
     expect(await page.$("#retry-job")).toBeNull();
     expect(await page.$("#redeliver-callback")).toBeNull();
     expect(await page.textContent("#timeline")).not.toContain("console test input");
+    const [cookie] = await context.cookies();
     await page.click("#logout");
     await page.waitForSelector("#login");
+    expect(await context.cookies()).toEqual([]);
+    // The session is revoked on the hub, not only forgotten by the browser.
+    const replayed = await fetch(`${op.hub.baseUrl}/admin/v1/session`, {
+      headers: { cookie: `${cookie?.name}=${cookie?.value}` },
+    });
+    expect(replayed.status).toBe(401);
+    await context.close();
+  });
+
+  test("pages through search results: next page, then back to the first", async () => {
+    const { context, page } = await openConsole();
+    await logIn(page, OPERATOR_TOKENS.victor);
+    await page.goto(`${op.hub.baseUrl}/console/#/jobs?tenant=tenant-ui&limit=4`);
+    const rows = async () => {
+      await page.waitForSelector("#job-results tbody tr");
+      return page.$$eval("#job-results tbody tr td:first-child", (tds) =>
+        tds.map((td) => td.textContent ?? ""),
+      );
+    };
+    const first = await rows();
+    expect(first).toHaveLength(4);
+    expect(await page.$("#first-page")).toBeNull();
+    await page.click("#next-page");
+    await page.waitForSelector("#first-page");
+    const second = await rows();
+    expect(second).toHaveLength(2);
+    expect(await page.$("#next-page")).toBeNull();
+    // Newest first, each job once: the six jobs of the tenant, as the API lists them.
+    const api = await op.admin("/jobs?tenant=tenant-ui", OPERATOR_TOKENS.victor);
+    const all = ((await api.json()) as { jobs: { job_id: string }[] }).jobs.map((j) => j.job_id);
+    expect([...first, ...second]).toEqual(all);
+    await page.click("#first-page");
+    await page.waitForSelector("#next-page");
+    expect(await rows()).toEqual(first);
+    await context.close();
+  });
+
+  test("works with the network unplugged: nothing but the hub is ever asked for", async () => {
+    const outside: string[] = [];
+    const { context, page } = await openConsole(outside);
+    const asked: string[] = [];
+    page.on("request", (req) => asked.push(req.url()));
+    await logIn(page, OPERATOR_TOKENS.alice);
+    await page.waitForSelector("svg.chart rect", { state: "attached" });
+    await page.goto(`${op.hub.baseUrl}/console/#/jobs?tenant=tenant-ui`);
+    await page.waitForSelector("#job-results tbody tr:nth-child(6)");
+    await page.click("#job-results tbody tr:first-child a");
+    await page.waitForSelector("#timeline table");
+    await page.goto(`${op.hub.baseUrl}/console/#/callbacks`);
+    await page.waitForSelector("#job-results");
+    expect(outside).toEqual([]);
+    expect(asked.length).toBeGreaterThan(5);
+    expect(asked.filter((url) => !url.startsWith(`${op.hub.baseUrl}/`))).toEqual([]);
     await context.close();
   });
 

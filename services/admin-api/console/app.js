@@ -15,6 +15,8 @@ const main = document.getElementById("main");
 const REFRESH_MS = 5_000;
 let session;
 let timer;
+/** Counts navigations: a page whose render began before the latest one is not shown. */
+let renders = 0;
 
 function go(hash) {
   if (location.hash === hash) route();
@@ -22,6 +24,7 @@ function go(hash) {
 }
 
 function showLogin(message) {
+  renders++; // a page still loading is not shown over the login
   document.getElementById("nav").hidden = true;
   mount(document.getElementById("who"));
   const input = h("input", {
@@ -81,19 +84,30 @@ function header() {
 async function route() {
   clearTimeout(timer);
   if (!session) return;
+  const seq = ++renders;
   const [path, query = ""] = location.hash.replace(/^#/, "").split("?");
   const params = new URLSearchParams(query);
   const section = path.startsWith("/job/") ? "jobs" : path.slice(1) || "overview";
   for (const a of document.querySelectorAll("[data-nav]"))
     a.classList.toggle("active", a.dataset.nav === section);
+  // Each page is built in a container of its own and shown once complete, and only if no later
+  // navigation began meanwhile: a slow answer (the overview's poll, a page left at once) never
+  // replaces the page the address shows, and no page is seen half-built.
+  const view = h("div", { class: "view" });
+  let poll = false;
   try {
-    if (path === "/jobs") await renderJobs(main, params, (p) => go(`#/jobs?${p}`));
+    if (path === "/jobs") await renderJobs(view, params, (p) => go(`#/jobs?${p}`));
     else if (path === "/callbacks")
-      await renderCallbacks(main, params, (p) => go(`#/callbacks?${p}`));
+      await renderCallbacks(view, params, (p) => go(`#/callbacks?${p}`));
     else if (path.startsWith("/job/"))
-      await renderJob(main, decodeURIComponent(path.slice(5)), session, go);
+      await renderJob(view, decodeURIComponent(path.slice(5)), session, go);
     else {
-      await renderOverview(main);
+      await renderOverview(view);
+      poll = true;
+    }
+    if (seq !== renders) return;
+    mount(main, view);
+    if (poll) {
       const again = () => {
         if (document.visibilityState === "visible" && location.hash.replace(/^#/, "") === path)
           route();
@@ -101,6 +115,7 @@ async function route() {
       timer = setTimeout(again, REFRESH_MS);
     }
   } catch (err) {
+    if (seq !== renders) return;
     if (err instanceof ApiError && err.status === 401)
       return showLogin("Your session ended; log in again.");
     mount(
