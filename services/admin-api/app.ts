@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import {
+  ClientDisconnectedError,
   MethodNotAllowedError,
   NotFoundError,
   problemResponse,
@@ -47,7 +48,10 @@ export function createAdminApp(ctx: AdminContext) {
       if (code === "NOT_FOUND") {
         return secured(problemResponse(new NotFoundError({ detail: `No such endpoint: ${path}` })));
       }
-      if (!(error instanceof SwitchyardError)) {
+      if (error instanceof ClientDisconnectedError) {
+        // Nobody reads this answer; a client that went away is not a server error.
+        ctx.logger.info({ path }, "client disconnected before its request was complete");
+      } else if (!(error instanceof SwitchyardError)) {
         ctx.logger.error({ err: error, path }, "unhandled error in the operator API");
       }
       return secured(problemResponse(error, path));

@@ -222,6 +222,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
             "401": problem("Missing or invalid bearer token."),
             "404": problem("Listing is not enabled on this hub (index.enabled is false)."),
             "429": problem("Client rate limit reached.", retryAfter),
+            "503": problem(
+              "The search index cannot answer now (its database is unreachable).",
+              retryAfter,
+            ),
           },
         },
       },

@@ -17,7 +17,7 @@ import type { Tracing } from "../../shared/telemetry/index.ts";
 import { callbackSettings, createCallbackService } from "../callback/index.ts";
 import { startExecutorService } from "../executor/index.ts";
 import { type RunningIngress, startIngress } from "../ingress/index.ts";
-import { createProjector } from "../projector/index.ts";
+import { createProjector, PROJECTOR_LEASE_KEY } from "../projector/index.ts";
 import { startAdminServer } from "./admin.ts";
 import { startAuditCheckpoints } from "./audit.ts";
 import { startConsumerStats } from "./consumer-stats.ts";
@@ -83,12 +83,18 @@ export async function startServices(
   for (const service of services) metrics.serviceInfo.set({ service }, 1);
   const stoppables: Stoppable[] = [];
   let draining = false;
+  let search: Awaited<ReturnType<typeof startSearchIndex>> | undefined;
   const ready = async () => !draining && (await hub.topologyReady());
   const stopAll = async () => {
     draining = true;
     for (const s of stoppables) {
       await s.stop().catch((err: unknown) => logger.error({ service: s.name, err }, "stop failed"));
     }
+    // Closed after everything that reads or writes it (the ingress, the admin API, the indexer):
+    // closed first, the indexer spent its stop retrying writes into a closed database.
+    await search
+      ?.close()
+      .catch((err: unknown) => logger.error({ err }, "closing the index failed"));
     await hub.drain();
     // The spans of the work just finished, before the caller exits.
     await deps.tracing?.flush().catch(() => {});
@@ -96,8 +102,7 @@ export async function startServices(
   let parts: Parts;
   try {
     // The search index: opened where it is read (ingress) or written (projector), issue 16.
-    const search = await startSearchIndex({ services, hub, config, logger });
-    stoppables.push({ name: "search index", stop: search.close });
+    search = await startSearchIndex({ services, hub, config, logger });
     const tracing = deps.tracing ? { tracing: deps.tracing } : {};
     const ctx = { deps, hub, clients, metrics, ready, stoppables, search, tracing };
     parts = await startParts(services, ctx);
@@ -218,7 +223,7 @@ async function startProjector(ctx: PartsContext): Promise<void> {
     // Several projector replicas may run: one folds, the others stand by.
     lease: createLease({
       kv: await openLeaseBucket(hub.nc, { replicas: config.nats.replicas }),
-      key: "projector",
+      key: PROJECTOR_LEASE_KEY,
       holder: `${hostname()}/${process.pid}`,
       logger: projectorLogger,
     }),

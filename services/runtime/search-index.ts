@@ -3,7 +3,11 @@ import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { type IndexStore, openIndexStore } from "../../shared/search/index.ts";
+import {
+  type IndexStore,
+  openIndexStore,
+  readsAnswerUnavailable,
+} from "../../shared/search/index.ts";
 import { createIndexer } from "../indexer/index.ts";
 import type { ServiceName } from "./run.ts";
 
@@ -28,7 +32,8 @@ export async function startSearchIndex(deps: {
     (deps.services.includes("ingress") || deps.services.includes("projector"));
   const store: IndexStore | undefined = wanted ? await openIndexStore(config.index) : undefined;
   return {
-    ingress: store ? { index: store } : {},
+    // The APIs read through a guard: a failing backend answers 503, the indexer sees the error.
+    ingress: store ? { index: readsAnswerUnavailable(store) } : {},
     async startIndexer(stoppables: Stoppable[]) {
       if (!store) return;
       const indexer = createIndexer({

@@ -9,3 +9,4 @@ export * from "./params.ts";
 export { openPostgresIndex } from "./postgres.ts";
 export { openSqliteIndex } from "./sqlite.ts";
 export * from "./types.ts";
+export { readsAnswerUnavailable } from "./unavailable.ts";

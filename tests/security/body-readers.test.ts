@@ -165,7 +165,7 @@ describe("a client that hangs up mid-body", () => {
     expect(JSON.parse(line).level).toBe(30);
   });
 
-  test("on the console login: no error, and the next login is answered", async () => {
+  test("on the console login: logged at info, and the next login is answered", async () => {
     const answer = await rawHttp({
       port,
       head: `${SURFACES[1]?.head}\r\nContent-Length: 1000`,
@@ -173,6 +173,13 @@ describe("a client that hangs up mid-body", () => {
       timeoutMs: 300,
     });
     expect(answer.timedOut).toBe(true);
+    const line = await waitFor("the disconnect's log line", () =>
+      hub
+        .logs()
+        .split("\n")
+        .find((l) => l.includes("client disconnected") && l.includes("/console/login")),
+    );
+    expect(JSON.parse(line).level).toBe(30);
     const next = await rawHttp({
       port,
       head: `${SURFACES[1]?.head}\r\nContent-Length: 2`,
