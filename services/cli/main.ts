@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { hashToken } from "../../shared/auth/index.ts";
 import { type CommandSpec, parseCommand, UsageError } from "./args.ts";
+import { exitWhenFlushed } from "./exit.ts";
 import { isOperatorCommand, runOperatorCommand } from "./operator-command.ts";
 import { AUDIT_VERIFY_OPTIONS, EVENTS_OPTIONS, SERVICE_NAMES } from "./options.ts";
 
@@ -340,20 +341,20 @@ const EXPLAINED = new Set([
 
 if (import.meta.main) {
   main(Bun.argv.slice(2))
-    .then((code) => {
-      if (code >= 0) process.exit(code);
+    .then(async (code) => {
+      if (code >= 0) await exitWhenFlushed(code);
     })
-    .catch((err: unknown) => {
+    .catch(async (err: unknown) => {
       if (err instanceof UsageError) {
         process.stderr.write(`switchyard: ${err.message}\n\n${err.usage}\n`);
-        process.exit(2);
+        return exitWhenFlushed(2);
       }
       if (EXPLAINED.has(String((err as { code?: unknown }).code))) {
         process.stderr.write(`switchyard: ${(err as Error).message}\n`);
-        process.exit(1);
+        return exitWhenFlushed(1);
       }
       process.stderr.write(`switchyard: ${(err as Error).stack ?? String(err)}\n`);
-      process.exit(1);
+      return exitWhenFlushed(1);
     });
 }
 

@@ -24,6 +24,7 @@ import {
   writeCompileOutput,
 } from "../../shared/tools/index.ts";
 import { locateNats } from "./connect.ts";
+import { exitWhenFlushed } from "./exit.ts";
 
 export interface ToolsIo {
   /** Writes to standard output; `false` means "wait for drain" (process.stdout.write). */
@@ -281,19 +282,6 @@ async function publishCommand(args: string[], io: ToolsIo): Promise<number> {
  * success, 1 when the result has errors (or validation/publishing fails), 2 on bad usage.
  */
 export async function runToolsCommand(argv: string[], io: ToolsIo): Promise<number> {
-  try {
-    return await runSubcommand(argv, io);
-  } finally {
-    // The caller exits right after: let what is queued for a slow pipe drain first.
-    await Promise.all(
-      [process.stdout, process.stderr].map(
-        (stream) => new Promise<void>((resolve) => stream.write("", () => resolve())),
-      ),
-    );
-  }
-}
-
-async function runSubcommand(argv: string[], io: ToolsIo): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub !== undefined && (rest.includes("--help") || rest.includes("-h"))) {
     io.stdout(USAGE);
@@ -335,5 +323,5 @@ if (import.meta.main) {
     env: process.env,
     stderrIsTTY: process.stderr.isTTY === true,
   });
-  process.exit(code);
+  await exitWhenFlushed(code);
 }
