@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- <scenario>...]`: Switchyard's benchmarks against the ceiling and two peers
  * measured in the same run (issues 9 and 14). Scenarios: ingress (with ceiling and peers), replay,
- * get, e2e, paths (JetStream cost of the retry paths), compiler, index (the search index: CPU per job with and without it, and queries over 1,000,000 indexed jobs; runs last); memory and idle CPU are measured throughout. Default: all of them.
+ * get, e2e, paths (JetStream cost of the retry paths), compiler, ratelimit (the shared per-client rate limit's cost per POST /run, bench/lib/ratelimit-scenario.ts), index (the search index: CPU per job with and without it, and queries over 1,000,000 indexed jobs; runs last); memory and idle CPU are measured throughout. Default: all of them.
  *
  * Starts its own nats-server (random port, temp store, monitoring port for its counters), the hub
  * as separate processes (`bun services/cli/main.ts serve <svc>`, production, log level warn), the
@@ -44,6 +44,7 @@ import { createJetStreamMonitor, type JetStreamMonitor, monitorPort } from "./li
 import { type Peer, parsePeerSelection, startPeer } from "./lib/peers.ts";
 import { HUB_PROCS, HUB_SERVICES } from "./lib/phase.ts";
 import { createProcessTable } from "./lib/procs.ts";
+import { ratelimitScenario, renderRatelimitReport } from "./lib/ratelimit-scenario.ts";
 import { type BenchResults, renderReport } from "./lib/report.ts";
 import {
   type BenchContext,
@@ -55,7 +56,16 @@ import {
   replayScenario,
 } from "./lib/scenarios.ts";
 
-const SCENARIOS = ["ingress", "replay", "get", "e2e", "paths", "compiler", "index"] as const;
+const SCENARIOS = [
+  "ingress",
+  "replay",
+  "get",
+  "e2e",
+  "paths",
+  "ratelimit",
+  "compiler",
+  "index",
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith("-"));
@@ -360,6 +370,12 @@ async function main() {
   if (wanted.has("get")) s.get = await getScenario(ctx);
   if (wanted.has("e2e")) s.e2e = await e2eScenario(ctx);
   if (wanted.has("paths")) s.paths = await pathsScenario(ctx);
+  const ratelimit = wanted.has("ratelimit")
+    ? await ratelimitScenario(ctx, {
+        natsUrl: hub.natsUrl,
+        startIngress: (configPath) => startService("ingress", configPath),
+      })
+    : undefined;
 
   // After the load: idle CPU over a quiet window, then RSS again.
   clearInterval(sampler);
@@ -388,11 +404,17 @@ async function main() {
     results.notes.push("the index scenario ran last; its figures are in results.index");
   }
 
-  const report = renderReport(results) + (indexFigures ? renderIndexReport(indexFigures) : "");
+  const report =
+    renderReport(results) +
+    (ratelimit ? renderRatelimitReport(ratelimit) : "") +
+    (indexFigures ? renderIndexReport(indexFigures) : "");
   const resultsDir = join(ROOT, "bench/results");
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `${results.startedAt.replace(/[:.]/g, "-")}.json`);
-  writeFileSync(file, `${JSON.stringify({ ...results, index: indexFigures }, null, 2)}\n`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ ...results, ratelimit, index: indexFigures }, null, 2)}\n`,
+  );
   process.stdout.write(report);
   process.stdout.write(`\nraw figures: ${file}\n`);
 }

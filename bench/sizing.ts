@@ -1,31 +1,44 @@
 /**
- * `bun bench/sizing.ts [results.json]`: the sizing table of docs/deploy.md from a benchmark run's
- * e2e closed loop (default: the newest file in bench/results). The model and its limits are in
+ * `bun bench/sizing.ts [results.json] [--retention 30d]`: the sizing table of docs/deploy.md.
+ * Inputs: bench/sizing-inputs.json (the measured figures the documented table uses, with where
+ * they came from), or a benchmark run's e2e closed loop when a results file is given. Retention is
+ * the config's nats.events_max_age (default 30d). The model and its limits are in
  * bench/lib/sizing.ts.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { inputsFromResults, projectorLimit, renderSizing, sizeFor } from "./lib/sizing.ts";
+import { parseDuration } from "../shared/config/duration.ts";
+import {
+  DEFAULT_PLAN,
+  formatBytes,
+  inputsFromFixture,
+  inputsFromResults,
+  projectorLimit,
+  renderSizing,
+  sizeFor,
+} from "./lib/sizing.ts";
 
-const dir = join(import.meta.dir, "results");
-const file =
-  process.argv[2] ??
-  join(
-    dir,
-    readdirSync(dir)
-      .filter((f) => f.endsWith(".json"))
-      .sort()
-      .at(-1) ?? "",
-  );
-const results = JSON.parse(readFileSync(file, "utf8"));
-const inputs = inputsFromResults(results, {
-  utilisation: 0.6,
-  // The manifests' CPU limits: ingress 2 cores, the others 1.
-  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1 },
-});
+const argv = process.argv.slice(2);
+const flag = argv.indexOf("--retention");
+const retention = flag >= 0 ? argv[flag + 1] : undefined;
+const file = argv.find((a, i) => !a.startsWith("--") && (flag < 0 || i !== flag + 1));
+let plan = DEFAULT_PLAN;
+try {
+  if (flag >= 0) plan = { ...plan, retentionSec: parseDuration(retention ?? "") / 1000 };
+} catch {
+  process.stderr.write(`--retention takes a duration such as 30d or 12h, not '${retention}'\n`);
+  process.exit(2);
+}
+const source = file ?? join(import.meta.dir, "sizing-inputs.json");
+const json = JSON.parse(readFileSync(source, "utf8"));
+const inputs = file ? inputsFromResults(json, plan) : inputsFromFixture(json, plan);
 const us = Object.entries(inputs.cpuUsPerJob)
   .map(([name, value]) => `${name} ${Math.round(value)}`)
   .join(", ");
-process.stdout.write(`inputs (${file}): CPU µs per job: ${us}; utilisation 0.6\n`);
+const stored = inputs.storedBytesPerJob;
+process.stdout.write(
+  `inputs (${source}): CPU µs per job: ${us}; stored per job: events ${formatBytes(stored.events)}, view ${formatBytes(stored.views)}; utilisation ${inputs.utilisation}\n`,
+);
 process.stdout.write(`one active projector: about ${projectorLimit(inputs)} jobs/s\n\n`);
-process.stdout.write(`${renderSizing([1_000, 10_000, 50_000].map((r) => sizeFor(r, inputs)))}\n`);
+const rows = [1_000, 10_000, 50_000].map((r) => sizeFor(r, inputs));
+process.stdout.write(`${renderSizing(rows, inputs.retentionSec)}\n`);

@@ -1,9 +1,12 @@
 /**
  * The sizing model of docs/deploy.md ("Sizing past one machine"), computed from a benchmark run's
- * measured CPU per job. Pure: figures in, table out (tests/bench/sizing.test.ts).
+ * measured CPU and stored bytes per job. Pure: figures in, table out (tests/bench/sizing.test.ts).
+ * The figures the documented table uses are kept in bench/sizing-inputs.json (bench/results is
+ * not in the repository).
  *
  *   cores(service) = rate × CPU µs per job(service) ÷ 1,000,000 ÷ utilisation
  *   replicas(service) = ceil(cores ÷ CPU per pod), at least 2 (no single point of failure)
+ *   stored per NATS node = rate × stored bytes per job × retention (nats.events_max_age)
  *
  * Exceptions the formula must not hide:
  * - the projector folds on one active replica (a lease), so its cores cannot exceed one process's
@@ -11,20 +14,46 @@
  *   subject transforms, nats-server 2.10+);
  * - every event goes through the SWITCHYARD_EVENTS stream's leader: that node's cores are the
  *   measured nats-server CPU per job (the leader does the writes, the deliveries and the acks),
- *   the two followers need about half of that (they only store the replicated writes).
+ *   the two followers need about half of that (they only store the replicated writes);
+ * - storage is per node whatever the replication: an R1 server holds every byte, and so does each
+ *   of an R3 cluster's three nodes (the cluster stores three times as much).
  */
 
 export const SIZED_SERVICES = ["ingress", "executor", "callback", "projector"] as const;
 export type SizedService = (typeof SIZED_SERVICES)[number];
+const MEASURED_PROCS = [...SIZED_SERVICES, "nats-server"] as const;
 
-export interface SizingInputs {
-  /** CPU µs per completed job, measured per process in the closed loop. */
-  readonly cpuUsPerJob: Readonly<Record<SizedService | "nats-server", number>>;
+/** What a job leaves in JetStream for the whole retention window. */
+export interface StoredPerJob {
+  /** The job's events (SWITCHYARD_EVENTS: run.requested, job.done, callback.delivered). */
+  readonly events: number;
+  /** The job's view (KV sy_jobs, one revision kept, expiring with the events). */
+  readonly views: number;
+}
+
+/** The planning choices: not measured, chosen (docs/deploy.md says why). */
+export interface SizingPlan {
   /** Share of a core to plan for (headroom for bursts and GC), e.g. 0.6. */
   readonly utilisation: number;
   /** CPU limit of one pod of a hub service (the manifests: 1 core; ingress 2). */
   readonly coresPerPod: Readonly<Record<SizedService, number>>;
+  /** How long a job's events and view are kept (config nats.events_max_age), in seconds. */
+  readonly retentionSec: number;
 }
+
+export interface SizingInputs extends SizingPlan {
+  /** CPU µs per completed job, measured per process in the closed loop. */
+  readonly cpuUsPerJob: Readonly<Record<SizedService | "nats-server", number>>;
+  /** Bytes JetStream stores per job (its `state.bytes` growth), per replica. */
+  readonly storedBytesPerJob: StoredPerJob;
+}
+
+/** The plan docs/deploy.md's table uses: 60% busy, the manifests' CPU limits, 30 days. */
+export const DEFAULT_PLAN: SizingPlan = {
+  utilisation: 0.6,
+  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1 },
+  retentionSec: 30 * 86_400,
+};
 
 export interface SizingRow {
   readonly rate: number;
@@ -34,9 +63,18 @@ export interface SizingRow {
   readonly natsFollowerCores: number;
   /** Cores the whole hub needs (services and three NATS nodes). */
   readonly totalCores: number;
+  /** Bytes one NATS node stores per day (the R1 server, or each R3 node). */
+  readonly storedBytesPerDayPerNode: number;
+  /** Bytes one NATS node holds over the retention window: its disk, before headroom. */
+  readonly storedBytesPerNode: number;
+  /** Messages held over the retention window (3 events and one view per job), each on its own subject. */
+  readonly retainedMessages: number;
   /** Why this rate is past what the model covers; undefined when it holds. */
   readonly beyond?: string;
 }
+
+/** Events a job stores (`.run`, `.job`, `.cb` subjects) plus its one view key. */
+const MESSAGES_PER_JOB = 3 + 1;
 
 /** Jobs per second one active projector can fold at the planned utilisation. */
 export function projectorLimit(inputs: SizingInputs): number {
@@ -56,6 +94,7 @@ export function sizeFor(rate: number, inputs: SizingInputs): SizingRow {
   }
   const natsLeaderCores = coresOf(inputs.cpuUsPerJob["nats-server"]);
   const natsFollowerCores = natsLeaderCores / 2;
+  const bytesPerJob = inputs.storedBytesPerJob.events + inputs.storedBytesPerJob.views;
   const limit = projectorLimit(inputs);
   const beyond =
     rate > limit
@@ -67,48 +106,100 @@ export function sizeFor(rate: number, inputs: SizingInputs): SizingRow {
     natsLeaderCores,
     natsFollowerCores,
     totalCores: serviceCores + natsLeaderCores + 2 * natsFollowerCores,
+    storedBytesPerDayPerNode: rate * bytesPerJob * 86_400,
+    storedBytesPerNode: rate * bytesPerJob * inputs.retentionSec,
+    retainedMessages: rate * MESSAGES_PER_JOB * inputs.retentionSec,
     ...(beyond ? { beyond } : {}),
   };
 }
 
-/** CPU µs per job of each process from a results file's e2e closed loop (bench/run.ts). */
-export function inputsFromResults(
-  results: {
-    scenarios: {
-      e2e?: { hub?: { closed?: { phase?: { units: number; cpuSec: Record<string, number> } } } };
-    };
-  },
-  options: Pick<SizingInputs, "utilisation" | "coresPerPod">,
-): SizingInputs {
-  const phase = results.scenarios.e2e?.hub?.closed?.phase;
-  if (!phase || phase.units <= 0) throw new Error("the results hold no e2e closed loop");
-  const us = (name: string) => {
-    const sec = phase.cpuSec[name];
-    if (sec === undefined) throw new Error(`the results hold no CPU figure for ${name}`);
-    return (sec * 1_000_000) / phase.units;
-  };
+type Figures = Readonly<Record<string, unknown>>;
+
+/** A positive finite number at `figures[name]`, or an error naming what is missing. */
+function figure(figures: Figures | undefined, name: string, what: string): number {
+  const value = figures?.[name];
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new Error(`the ${what} hold no ${name} figure`);
+  }
+  return value;
+}
+
+/**
+ * The inputs of bench/sizing-inputs.json: `cpuUsPerJob` per process and `storedBytesPerJob`
+ * (events, views), each with a `source` saying which run they come from.
+ */
+export function inputsFromFixture(fixture: unknown, plan: SizingPlan): SizingInputs {
+  return checked(fixture, plan, "sizing inputs");
+}
+
+function checked(figures: unknown, plan: SizingPlan, what: string): SizingInputs {
+  const root = (figures ?? {}) as { cpuUsPerJob?: Figures; storedBytesPerJob?: Figures };
+  const cpu = {} as Record<(typeof MEASURED_PROCS)[number], number>;
+  for (const name of MEASURED_PROCS) cpu[name] = figure(root.cpuUsPerJob, name, what);
   return {
-    ...options,
-    cpuUsPerJob: {
-      ingress: us("ingress"),
-      executor: us("executor"),
-      callback: us("callback"),
-      projector: us("projector"),
-      "nats-server": us("nats-server"),
+    ...plan,
+    cpuUsPerJob: cpu,
+    storedBytesPerJob: {
+      events: figure(root.storedBytesPerJob, "events", what),
+      views: figure(root.storedBytesPerJob, "views", what),
     },
   };
 }
 
+interface ResultsShape {
+  scenarios: {
+    e2e?: {
+      hub?: {
+        closed?: {
+          phase?: {
+            units: number;
+            cpuSec: Record<string, number>;
+            jetstream?: { cost: { streams: Record<string, { bytes: number }> } };
+          };
+        };
+      };
+    };
+  };
+}
+
+/** CPU µs and stored bytes per job from a results file's e2e closed loop (bench/run.ts). */
+export function inputsFromResults(results: ResultsShape, plan: SizingPlan): SizingInputs {
+  const phase = results.scenarios.e2e?.hub?.closed?.phase;
+  if (!phase || phase.units <= 0) throw new Error("the results hold no e2e closed loop");
+  const perJob = (value: number | undefined) => (value ?? Number.NaN) / phase.units;
+  const cpu: Record<string, number> = {};
+  for (const name of MEASURED_PROCS) cpu[name] = perJob(phase.cpuSec[name]) * 1_000_000;
+  const streams = phase.jetstream?.cost.streams ?? {};
+  const stored = {
+    events: perJob(streams.SWITCHYARD_EVENTS?.bytes),
+    views: perJob(streams.KV_sy_jobs?.bytes),
+  };
+  return checked({ cpuUsPerJob: cpu, storedBytesPerJob: stored }, plan, "results");
+}
+
+/** Decimal units, as disks are sold: 1 GB = 10^9 bytes. */
+export function formatBytes(bytes: number): string {
+  const units = ["B", "kB", "MB", "GB", "TB", "PB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${value >= 100 || unit === 0 ? Math.round(value) : value.toFixed(1)} ${units[unit]}`;
+}
+
 /** The markdown table of docs/deploy.md. */
-export function renderSizing(rows: readonly SizingRow[]): string {
+export function renderSizing(rows: readonly SizingRow[], retentionSec: number): string {
   const cores = (n: number) => n.toFixed(1);
+  const days = `${Math.round((retentionSec / 86_400) * 10) / 10} d`;
   const lines = [
-    "| jobs/s | ingress | executor | callback | projector | NATS stream leader / each follower (cores) | all cores | holds? |",
-    "|---|---|---|---|---|---|---|---|",
+    `| jobs/s | ingress | executor | callback | projector | NATS stream leader / each follower (cores) | all cores | JetStream stored per node: per day / over ${days} | holds? |`,
+    "|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.rate.toLocaleString("en-US")} | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} (1 active) | ${cores(r.natsLeaderCores)} / ${cores(r.natsFollowerCores)} | ${cores(r.totalCores)} | ${r.beyond ? `no: ${r.beyond}` : "yes"} |`,
+      `| ${r.rate.toLocaleString("en-US")} | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} (1 active) | ${cores(r.natsLeaderCores)} / ${cores(r.natsFollowerCores)} | ${cores(r.totalCores)} | ${formatBytes(r.storedBytesPerDayPerNode)} / ${formatBytes(r.storedBytesPerNode)} | ${r.beyond ? `no: ${r.beyond}` : "yes"} |`,
     );
   }
   return lines.join("\n");

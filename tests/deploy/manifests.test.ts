@@ -17,6 +17,7 @@ import {
   named,
   OVERLAYS,
   parseYamlDocs,
+  REPO,
   readText,
   render,
   validateObject,
@@ -246,6 +247,30 @@ describe("overlays", () => {
     }
   });
 
+  test("base: every service runs more than one replica, the projector two (active and standby)", () => {
+    const base = render("base");
+    const hpa = named<{ spec: { minReplicas: number } }>(
+      base,
+      "HorizontalPodAutoscaler",
+      "switchyard-ingress",
+    );
+    expect(hpa.spec.minReplicas).toBeGreaterThan(1);
+    for (const svc of ["projector", "executor", "callback"] as const) {
+      const deployment = named<IDeployment>(base, "Deployment", `switchyard-${svc}`);
+      expect(deployment.spec?.replicas ?? 1).toBeGreaterThan(1);
+    }
+    // One folds, one stands by; more would only add standbys. Prod keeps the base's count.
+    for (const overlay of ["base", "overlays/prod", "overlays/prod-keda"] as const) {
+      const projector = named<IDeployment>(render(overlay), "Deployment", "switchyard-projector");
+      expect(projector.spec?.replicas).toBe(2);
+    }
+    for (const overlay of OVERLAYS) {
+      for (const d of byKind<IDeployment>(render(overlay), "Deployment")) {
+        expect(d.spec?.strategy?.type ?? "RollingUpdate").toBe("RollingUpdate");
+      }
+    }
+  });
+
   test("every service has a PodDisruptionBudget that lets one pod go at a time", () => {
     for (const overlay of ["overlays/dev", "overlays/prod"] as const) {
       const pdbs = byKind<{ metadata: { name: string }; spec: { maxUnavailable?: number } }>(
@@ -297,7 +322,7 @@ describe("overlays", () => {
     expect(byKind(render("overlays/dev"), "Ingress")).toEqual([]);
   });
 
-  test("KEDA ScaledObjects (prod-keda) scale only executor and callback, on JetStream lag", () => {
+  test("KEDA ScaledObjects (prod-keda) scale only executor and callback, on the lag of what feeds them", () => {
     const objects = render("overlays/prod-keda");
     const scaled = byKind<{
       spec: {
@@ -319,6 +344,11 @@ describe("overlays", () => {
       "SWITCHYARD_EVENTS/callback",
       "SWITCHYARD_CALLBACKS/callback-queue",
     ]);
+    // Not the route task queues (they drain at most the route's concurrency at a time) nor the
+    // deadline consumers (parked timers, not work): docs/deploy.md says why and what to add.
+    const docs = readText(join(REPO, "docs/deploy.md"));
+    expect(docs).toContain("### Autoscaling on consumer lag (prod-keda)");
+    for (const consumer of ["deadline_<ms>", "task_<route"]) expect(docs).toContain(consumer);
     for (const s of scaled) {
       named(objects, s.spec.scaleTargetRef.kind, s.spec.scaleTargetRef.name);
       const endpoint = s.spec.triggers[0]?.metadata.natsServerMonitoringEndpoint ?? "";
