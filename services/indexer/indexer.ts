@@ -8,6 +8,7 @@ import {
 } from "@nats-io/jetstream";
 import {
   decodeEvent,
+  deliveryGapDetector,
   isJsError,
   PoisonMessageError,
   subjectFilters,
@@ -82,7 +83,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const maxBatch = deps.maxBatch ?? 500;
   const held = new Map<string, HeldJob>();
   /** Rows this process wrote for jobs not settled yet: their next event needs no read. */
-  const unsettled = new GenerationalMap<JobView>(20_000);
+  let unsettled = new GenerationalMap<JobView>(20_000);
   let delivered: JsMsg[] = [];
   let queue: JsMsg[] = [];
   let messages: ConsumerMessages | undefined;
@@ -243,6 +244,9 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   };
 
   const idle = async () => {
+    // A message that arrived while housekeeping awaited the store found no waiter to wake: do
+    // not sleep on it (it waited up to HEARTBEAT_MS to be indexed).
+    if (queue.length > 0) return;
     let oldest = Number.POSITIVE_INFINITY;
     for (const job of held.values()) oldest = Math.min(oldest, job.since);
     const waitMs = held.size === 0 ? HEARTBEAT_MS : Math.max(0, oldest + lingerMs - now());
@@ -317,8 +321,72 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     });
   };
 
+  /** Takes the durable from the index's own position and starts folding. */
+  const consumeFromPosition = async () => {
+    await recreateConsumer(applied + 1);
+    const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, INDEX_CONSUMER);
+    const stream = await consumer.consume({ max_messages: 500 });
+    messages = stream;
+    running = true;
+    loopDone = loop();
+    const gapOf = deliveryGapDetector();
+    void (async () => {
+      for await (const msg of stream) {
+        const gap = gapOf(msg);
+        if (gap !== undefined) {
+          // A paused indexer woke past its lease and pulled from this durable: what it took
+          // would be skipped by this one's position. Its writes are fenced by the claim.
+          logger.warn(
+            gap,
+            "another process took deliveries of the index's durable; taking it again from the index's position",
+          );
+          retaking = retaking.then(retake);
+          break;
+        }
+        queue.push(msg);
+        wake?.();
+        // Backpressure, as in the projector: a full queue stops the pulls.
+        while (queue.length >= maxBatch * 4 && running) {
+          await new Promise<void>((resolve) => {
+            space = resolve;
+          });
+          space = undefined;
+        }
+      }
+    })().catch((err: unknown) => {
+      // The connection closed under it: nothing more comes; what was not committed comes again
+      // to the next indexer, from the index's position.
+      logger.error({ err: (err as Error).message }, "index consumer ended");
+      running = false;
+      wake?.();
+    });
+  };
+
+  /** Drops what it holds (it comes again) and consumes again from the index's position. */
+  const retake = async () => {
+    running = false;
+    space?.();
+    await messages?.close();
+    wake?.();
+    await loopDone;
+    if (stopped) return;
+    queue = [];
+    held.clear();
+    delivered = [];
+    await consumeFromPosition();
+  };
+  let retaking: Promise<void> = Promise.resolve();
+  let stopped = false;
+
   return {
     async start() {
+      // A new lease: what this process held or cached under an earlier one may be stale (another
+      // indexer wrote since), so it starts from the store alone.
+      stopped = false;
+      queue = [];
+      held.clear();
+      delivered = [];
+      unsettled = new GenerationalMap<JobView>(20_000);
       owner = await store.claim();
       stream = (await deps.jsm.streams.info(TOPOLOGY.eventsStream)).created;
       const stored = await store.position();
@@ -332,33 +400,12 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         await store.reset();
         applied = 0;
       }
-      await recreateConsumer(applied + 1);
-      const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, INDEX_CONSUMER);
-      messages = await consumer.consume({ max_messages: 2_000 });
-      running = true;
-      loopDone = loop();
-      void (async () => {
-        for await (const msg of messages as ConsumerMessages) {
-          queue.push(msg);
-          wake?.();
-          // Backpressure, as in the projector: a full queue stops the pulls.
-          while (queue.length >= maxBatch * 4 && running) {
-            await new Promise<void>((resolve) => {
-              space = resolve;
-            });
-            space = undefined;
-          }
-        }
-      })().catch((err: unknown) => {
-        // The connection closed under it: nothing more comes; what was not committed comes again
-        // to the next indexer, from the index's position.
-        logger.error({ err: (err as Error).message }, "index consumer ended");
-        running = false;
-        wake?.();
-      });
+      await consumeFromPosition();
       logger.info({ backend: store.backend, from_seq: applied + 1 }, "indexer started");
     },
     async stop() {
+      stopped = true;
+      await retaking;
       running = false;
       space?.();
       await messages?.close();

@@ -7,6 +7,7 @@ import type {
 import type { KV } from "@nats-io/kv";
 import {
   decodeEvent,
+  deliveryGapDetector,
   jobViewKey,
   PoisonMessageError,
   recreateDurableFromFloor,
@@ -77,7 +78,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
   const store = createViewStore({ kv: deps.kv, jsm: deps.jsm });
   const heldDeps = { store, logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) };
   const tracing = deps.tracing ?? NO_TRACING;
-  const floor = new AckFloor();
+  let floor = new AckFloor();
   const held = new Map<string, Held>();
   let messages: ConsumerMessages | undefined;
   let queue: JsMsg[] = [];
@@ -190,6 +191,14 @@ export function createProjector(deps: ProjectorDeps): Projector {
         ),
       ),
     );
+    // Fenced again before acking: a holder paused during its writes wakes past its lease, and its
+    // ack-all would reach the new holder's durable of the same name.
+    if (deps.lease !== undefined && !deps.lease.holding()) {
+      queue = [];
+      held.clear();
+      running = false;
+      return;
+    }
     let failed = false;
     for (const { entry, ok } of results) {
       if (!ok) {
@@ -243,13 +252,28 @@ export function createProjector(deps: ProjectorDeps): Projector {
       maxAckPending: 20_000,
       ackPolicy: "all",
     });
+    // A fresh floor for the recreated durable: one kept from an earlier lease would still count
+    // the messages dropped when it stood down as unwritten, and never ack again.
+    floor = new AckFloor();
     const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, durable);
-    const stream = await consumer.consume({ max_messages: 2000 });
+    const stream = await consumer.consume({ max_messages: 500 });
     messages = stream;
     running = true;
     loopDone = loop();
+    const gapOf = deliveryGapDetector();
     void (async () => {
       for await (const msg of stream) {
+        // A holder paused past its lease takes nothing more: it stops at its first message.
+        if (deps.lease !== undefined && !deps.lease.holding()) break;
+        const gap = gapOf(msg);
+        if (gap !== undefined) {
+          logger.warn(
+            { durable, ...gap },
+            "another process took deliveries of the projector's durable; taking it again from its ack floor",
+          );
+          void serially(retake);
+          break;
+        }
         queue.push(msg);
         wake?.();
         // Backpressure: while the queue is full, stop taking from the consumer, so nats.js stops
@@ -283,10 +307,32 @@ export function createProjector(deps: ProjectorDeps): Projector {
     messages = undefined;
   };
 
+  /**
+   * Folds again from the durable's ack floor: messages another process took are un-acked there
+   * (a holder that lost its lease never acks), and recreating the durable ends that process's
+   * pulls. Views skip what they already applied.
+   */
+  const retake = async () => {
+    await halt(false);
+    if (deps.lease === undefined || deps.lease.holding()) await consumeFromFloor();
+  };
+
+  /** Lease steps and retakes run one at a time. */
+  let transition: Promise<void> = Promise.resolve();
+  const serially = (step: () => Promise<void>): Promise<void> => {
+    transition = transition.then(step).catch((err: unknown) => {
+      logger.error({ durable, err: (err as Error).message }, "projector could not (re)start");
+    });
+    return transition;
+  };
+
   return {
     async start() {
       if (deps.lease === undefined) return consumeFromFloor();
-      await deps.lease.start({ lead: consumeFromFloor, standDown: () => halt(false) });
+      await deps.lease.start({
+        lead: () => serially(consumeFromFloor),
+        standDown: () => serially(() => halt(false)),
+      });
       if (!deps.lease.holding()) logger.info({ durable }, "projector standing by");
     },
     async stop() {

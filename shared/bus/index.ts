@@ -1,6 +1,7 @@
 export * from "./append.ts";
 export * from "./codec.ts";
 export * from "./consumers.ts";
+export * from "./delivery-gaps.ts";
 export * from "./errors.ts";
 export * from "./js-errors.ts";
 export * from "./meta-secret.ts";
