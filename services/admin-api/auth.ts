@@ -1,6 +1,6 @@
 import type { KV } from "@nats-io/kv";
 import { loadMetaSecret } from "../../shared/bus/index.ts";
-import type { OperatorConfig } from "../../shared/config/index.ts";
+import type { OperatorConfig, OperatorDirectory } from "../../shared/config/index.ts";
 import { RateLimitedError, UnauthorizedError } from "../../shared/errors/index.ts";
 import { CsrfError, ForbiddenError } from "../../shared/errors/operator.ts";
 import {
@@ -44,7 +44,8 @@ export function loadSessionKey(meta: KV): Promise<Buffer> {
 const bearerToken = (authorization: string) => /^Bearer\s+(\S+)/i.exec(authorization)?.[1] ?? "";
 
 export interface OperatorAuthDeps {
-  readonly operators: readonly OperatorConfig[];
+  /** The operators as reloaded: every check reads the current list (docs/operations.md). */
+  readonly operators: Pick<OperatorDirectory, "operator">;
   readonly credentials: CredentialCheck;
   readonly limiter?: FailureLimiter;
   readonly sessionKey: Buffer;
@@ -62,10 +63,10 @@ export interface OperatorAuthDeps {
  * (HttpOnly, SameSite=Strict, sent only to the console and the operator API) signed with a
  * hub-wide key, valid until it expires (never after a JWT it was made from), the operator logs
  * out, or its credential is removed from the config, with a CSRF token every action must carry.
+ * Operators are looked up at each request, so a reload that removes one ends its access at once.
  */
 export function createOperatorAuth(deps: OperatorAuthDeps) {
-  const byId = new Map(deps.operators.map((o) => [o.id, o]));
-  const sessions = createSessions({ ...deps, operators: byId });
+  const sessions = createSessions(deps);
 
   const throttle = (address: string) => {
     const blocked = deps.limiter?.blockedFor(address) ?? 0;
@@ -82,7 +83,8 @@ export function createOperatorAuth(deps: OperatorAuthDeps) {
     throttle(address);
     try {
       const { id } = await deps.credentials.authenticate(authorization);
-      const operator = byId.get(id);
+      // The credential check may lag a reload by its key imports; the directory does not.
+      const operator = deps.operators.operator(id);
       // Operators have no require_exp switch: a JWT that never expires is no operator credential.
       if (operator && expiryOf(operator, bearerToken(authorization)) !== undefined) return operator;
     } catch {

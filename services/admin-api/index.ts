@@ -1,5 +1,11 @@
 import type { Clock } from "../../shared/clock/index.ts";
-import { type Config, createRouteTable, parseDuration } from "../../shared/config/index.ts";
+import {
+  type Config,
+  createOperatorDirectory,
+  createRouteTable,
+  type OperatorDirectory,
+  parseDuration,
+} from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -21,6 +27,8 @@ export interface OperatorSurfaceDeps {
   readonly store?: IndexStore;
   /** Checks operator bearer credentials (the ingress's authenticator over `operators`). */
   readonly credentials: CredentialCheck;
+  /** The operators as reloaded; default: config.operators, fixed. */
+  readonly operators?: OperatorDirectory;
   readonly limiter?: FailureLimiter;
   readonly addressOf: (request: Request) => string;
   readonly deriveJobId: JobIdDeriver;
@@ -33,7 +41,7 @@ export interface OperatorSurfaceDeps {
 export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
   const { hub, config } = deps;
   const auth = createOperatorAuth({
-    operators: config.operators,
+    operators: deps.operators ?? createOperatorDirectory(config.operators),
     credentials: deps.credentials,
     ...(deps.limiter ? { limiter: deps.limiter } : {}),
     sessionKey: await loadSessionKey(hub.meta),

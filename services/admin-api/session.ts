@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import { decodeJwt } from "jose";
-import type { OperatorConfig } from "../../shared/config/index.ts";
+import type { OperatorConfig, OperatorDirectory } from "../../shared/config/index.ts";
 import { UnavailableError } from "../../shared/errors/index.ts";
 import type { OperatorCaller } from "./auth.ts";
 
@@ -87,7 +87,8 @@ interface SessionBody {
 }
 
 export interface SessionDeps {
-  readonly operators: ReadonlyMap<string, OperatorConfig>;
+  /** The operators as reloaded: a removed operator's sessions end at its next request. */
+  readonly operators: Pick<OperatorDirectory, "operator">;
   readonly sessionKey: Buffer;
   readonly sessionTtlMs: number;
   readonly generations: SessionGenerations;
@@ -128,7 +129,7 @@ export function createSessions(deps: SessionDeps) {
       } catch {
         return undefined;
       }
-      const operator = deps.operators.get(parsed.o);
+      const operator = deps.operators.operator(parsed.o);
       if (!operator || parsed.e <= deps.now() || !credentialStillValid(operator, parsed.c)) {
         return undefined;
       }

@@ -4,6 +4,8 @@ import {
   type ClientDirectory,
   type Config,
   createRouteTable,
+  type OperatorConfig,
+  type OperatorDirectory,
   parseDuration,
 } from "../../shared/config/index.ts";
 import { openDispatchIndex } from "../../shared/dispatch/index.ts";
@@ -48,6 +50,8 @@ export interface IngressDeps {
   readonly tracing?: Tracing;
   /** The clients as reloaded (SIGHUP, a changed file); default: config.clients, fixed. */
   readonly clients?: ClientDirectory;
+  /** The operators as reloaded, like `clients`; default: config.operators, fixed. */
+  readonly operators?: OperatorDirectory;
 }
 
 export interface RunningIngress {
@@ -57,9 +61,16 @@ export interface RunningIngress {
   readonly url: string;
   /** Stops accepting, lets in-flight requests finish. The caller drains NATS afterwards. */
   stop(): Promise<void>;
-  /** Rebuilds authentication from the client directory after a reload. */
-  reloadClients(): Promise<void>;
+  /** Rebuilds authentication from the client and operator directories after a reload. */
+  reloadCredentials(): Promise<void>;
 }
+
+/**
+ * Operators authenticate like clients (hashed tokens or JWTs), against their own list; they sign
+ * no callbacks, so the client shape gets none.
+ */
+const asClients = (operators: readonly OperatorConfig[]) =>
+  operators.map((o) => ({ ...o, callback_secrets: [] })) as unknown as Config["clients"];
 
 /** Starts the Client API HTTP server on config.server.host/port. */
 export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
@@ -84,15 +95,14 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     metadata,
   });
   // The operator API and console (issue 16) on this server: operator credentials only.
+  const operatorEntries = () => deps.operators?.entries() ?? config.operators;
+  const operatorAuth = await createAuthenticator(asClients(operatorEntries()));
   const operator = await createOperatorSurface({
     hub,
     config,
     ...(deps.index ? { store: deps.index } : {}),
-    // Operators authenticate like clients (hashed tokens or JWTs), against their own list; they
-    // sign no callbacks, so the client shape gets none.
-    credentials: await createAuthenticator(
-      config.operators.map((o) => ({ ...o, callback_secrets: [] })) as unknown as Config["clients"],
-    ),
+    credentials: operatorAuth,
+    ...(deps.operators ? { operators: deps.operators } : {}),
     limiter: authFailures,
     addressOf: (request) =>
       clientAddress(request, listening?.requestIP(request), config.server.trust_proxy_hops),
@@ -193,7 +203,10 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     port: server.port ?? 0,
     maxBodyBytes,
     url,
-    reloadClients: () => auth.update(entries()),
+    async reloadCredentials() {
+      await auth.update(entries());
+      await operatorAuth.update(asClients(operatorEntries()));
+    },
     async stop() {
       draining = true;
       // In-flight requests finish within the publish timeout. A connection still open after that

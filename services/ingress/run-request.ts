@@ -8,7 +8,7 @@ import {
   type JsonShapeLimits,
   lossyNumbers,
 } from "../../shared/json/index.ts";
-import "../../shared/schema/formats.ts";
+import { httpUrlProblem } from "../../shared/schema/formats.ts";
 
 const PrincipalSchema = Type.Object(
   { id: Type.String({ minLength: 1 }), tenant: Type.String({ minLength: 1 }) },
@@ -62,7 +62,7 @@ function escapePointer(key: string): string {
 
 function messageFor(error: ValueError): string {
   if (error.path === "/callback_url" && error.message.includes("format")) {
-    return "must be an absolute http or https URL";
+    return httpUrlProblem(String(error.value)) ?? "must be an absolute http or https URL";
   }
   if (error.message.startsWith("Expected required property")) return "is required";
   if (error.message.startsWith("Expected string length greater or equal"))

@@ -5,7 +5,9 @@ import {
   type ClientDirectory,
   type Config,
   createClientDirectory,
+  createOperatorDirectory,
   createRouteTable,
+  type OperatorDirectory,
   parseDuration,
 } from "../../shared/config/index.ts";
 import { type ConnectWait, connectHub, type HubConnection } from "../../shared/hub/index.ts";
@@ -14,12 +16,8 @@ import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
-import { callbackSettings, createCallbackService } from "../callback/index.ts";
-import { startExecutorService } from "../executor/index.ts";
-import { type RunningIngress, startIngress } from "../ingress/index.ts";
-import { createProjector, PROJECTOR_LEASE_KEY } from "../projector/index.ts";
+import type { RunningIngress } from "../ingress/index.ts";
 import { startAdminServer } from "./admin.ts";
-import { startAuditCheckpoints } from "./audit.ts";
 import { startConsumerStats } from "./consumer-stats.ts";
 import { checkAnswerCaps } from "./limits.ts";
 import { createReloader, type ReloadOutcome } from "./reload.ts";
@@ -49,7 +47,7 @@ export interface RunningHub {
   readonly admin: { readonly port: number; readonly url: string };
   /** Graceful stop: intake first, then in-flight work, then the NATS connection. */
   stop(): Promise<void>;
-  /** Applies a reloaded configuration: clients at once, the rest named as needing a restart. */
+  /** Applies a reloaded configuration: clients and operators at once, the rest after a restart. */
   reload(next: Config): Promise<ReloadOutcome>;
 }
 
@@ -79,6 +77,8 @@ export async function startServices(
   }
   // Clients (credentials, callback secrets) follow reloads; retired entries drop out by date.
   const clients = createClientDirectory(config.clients);
+  // Operators (credentials, roles) follow reloads the same way.
+  const operators = createOperatorDirectory(config.operators);
   const metrics = deps.metrics ?? createMetrics();
   for (const service of services) metrics.serviceInfo.set({ service }, 1);
   const stoppables: Stoppable[] = [];
@@ -104,7 +104,7 @@ export async function startServices(
     // The search index: opened where it is read (ingress) or written (projector), issue 16.
     search = await startSearchIndex({ services, hub, config, logger });
     const tracing = deps.tracing ? { tracing: deps.tracing } : {};
-    const ctx = { deps, hub, clients, metrics, ready, stoppables, search, tracing };
+    const ctx = { deps, hub, clients, operators, metrics, ready, stoppables, search, tracing };
     parts = await startParts(services, ctx);
   } catch (err) {
     // A refused start (a limit, a busy port) leaves nothing running behind.
@@ -115,7 +115,8 @@ export async function startServices(
   const reloader = createReloader({
     running: config,
     clients,
-    ...(ingress ? { afterClients: ingress.reloadClients } : {}),
+    operators,
+    ...(ingress ? { afterCredentials: ingress.reloadCredentials } : {}),
     logger,
   });
   const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 15_000 });
@@ -139,6 +140,7 @@ interface PartsContext {
   readonly deps: RunDeps;
   readonly hub: HubConnection;
   readonly clients: ClientDirectory;
+  readonly operators: OperatorDirectory;
   readonly metrics: HubMetrics;
   readonly ready: () => Promise<boolean>;
   /** Filled as parts start, so a failure can stop what already runs. */
@@ -150,15 +152,19 @@ interface PartsContext {
 
 /** Starts the named services and the admin server, registering each as it runs. */
 async function startParts(services: readonly ServiceName[], ctx: PartsContext): Promise<Parts> {
-  const { deps, hub, clients, metrics, stoppables, tracing } = ctx;
+  const { deps, hub, clients, operators, metrics, stoppables, tracing } = ctx;
   const { config, logger } = deps;
   let ingress: RunningIngress | undefined;
+  // Each service's modules load only where it runs: a `serve projector` process does not carry
+  // the ingress's HTTP stack or the executor's tool compiler (about 25 MB of RSS each).
   if (services.includes("ingress")) {
+    const { startIngress } = await import("../ingress/index.ts");
     ingress = await startIngress({
       hub,
       ...deps,
       metrics,
       clients,
+      operators,
       logger: logger.child({ component: "ingress" }),
       ...ctx.search.ingress,
     });
@@ -175,6 +181,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   stoppables.push({ name: "admin", stop: admin.stop });
   if (services.includes("executor")) {
     checkAnswerCaps(config, hub.nc.info?.max_payload ?? Number.MAX_SAFE_INTEGER);
+    const { startExecutorService } = await import("../executor/index.ts");
     const executor = await startExecutorService({
       nc: hub.nc,
       js: hub.js,
@@ -192,6 +199,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   }
   if (services.includes("projector")) await startProjector(ctx);
   if (services.includes("callback")) {
+    const { callbackSettings, createCallbackService } = await import("../callback/index.ts");
     const callback = createCallbackService({
       js: hub.js,
       jsm: hub.jsm,
@@ -214,6 +222,7 @@ async function startProjector(ctx: PartsContext): Promise<void> {
   const { deps, hub, stoppables, metrics, tracing } = ctx;
   const { config, logger } = deps;
   const projectorLogger = logger.child({ component: "projector" });
+  const { createProjector, PROJECTOR_LEASE_KEY } = await import("../projector/index.ts");
   const projector = createProjector({
     js: hub.js,
     jsm: hub.jsm,
@@ -233,6 +242,7 @@ async function startProjector(ctx: PartsContext): Promise<void> {
   await projector.start();
   stoppables.push({ name: "projector", stop: projector.stop });
   await ctx.search.startIndexer(stoppables);
+  const { startAuditCheckpoints } = await import("./audit.ts");
   const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
   if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });
 }

@@ -149,3 +149,27 @@ export function operationsIssues(config: OperationsSections): { key: string; mes
   }
   return issues;
 }
+
+/**
+ * The operators of the running configuration. Lookups see the list of the last reload (SIGHUP or
+ * a changed file), so a removed operator's credentials and console sessions stop working at once.
+ */
+export interface OperatorDirectory {
+  operator(id: string): OperatorConfig | undefined;
+  /** Every configured operator, as written. */
+  entries(): readonly OperatorConfig[];
+  replace(entries: readonly OperatorConfig[]): void;
+}
+
+export function createOperatorDirectory(initial: readonly OperatorConfig[]): OperatorDirectory {
+  let all = initial;
+  let byId = new Map(initial.map((o) => [o.id, o]));
+  return {
+    operator: (id) => byId.get(id),
+    entries: () => all,
+    replace(entries) {
+      all = entries;
+      byId = new Map(entries.map((o) => [o.id, o]));
+    },
+  };
+}

@@ -1,7 +1,9 @@
 /**
  * An independent model of POST /run, written from docs/api.md and docs/errors.md rather than from
- * the ingress code: given what a client sends, which status and problem code must come back.
+ * the ingress code: given what a client sends, which status and problem code must come back, and
+ * for a 400 which top-level fields may be named.
  */
+import { type CallbackFate, GENERATED_CALLBACK_URLS } from "./string-fields.ts";
 
 /** Clients of the fuzz hub: their tokens, route rules and whether they have a callback secret. */
 export const CLIENTS = {
@@ -23,7 +25,7 @@ export const ROUTES: Readonly<Record<string, number>> = {
 };
 
 /** callback_url values whose fate is known: usable (public name, no DNS at submit) or refused. */
-export const CALLBACK_URLS: Readonly<Record<string, "ok" | "refused" | "invalid">> = {
+export const CALLBACK_URLS: Readonly<Record<string, CallbackFate>> = {
   "https://hooks.example.com/switchyard": "ok",
   "http://callbacks.example.org:8080/x?y=1": "ok",
   "http://127.0.0.1:9/cb": "refused",
@@ -42,6 +44,8 @@ export const CALLBACK_URLS: Readonly<Record<string, "ok" | "refused" | "invalid"
 export interface Expected {
   readonly status: number;
   readonly code?: string;
+  /** For a 400 of a JSON object: the top-level fields at fault; every error must point into one. */
+  readonly fields?: readonly string[];
 }
 
 const KNOWN = new Set(["request_id", "route", "input", "metadata", "callback_url"]);
@@ -64,6 +68,16 @@ function absoluteHttpUrl(s: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** A callback_url's fate from the tables; text no table knows must not be a usable URL. */
+function callbackFate(url: string): CallbackFate {
+  const fate = CALLBACK_URLS[url] ?? GENERATED_CALLBACK_URLS.get(url);
+  if (fate !== undefined) return fate;
+  // docs/api.md: no spaces or ASCII controls, whatever a URL parser would make of them.
+  const controlOrSpace = [...url].some((c) => c <= " " || c === "\u007f");
+  if (!absoluteHttpUrl(url) || controlOrSpace) return "invalid";
+  throw new Error(`unmodelled callback_url ${JSON.stringify(url)}`);
 }
 
 /** docs/config.md server.metadata defaults. */
@@ -132,31 +146,35 @@ function numbersKept(bodyText: string): boolean {
   return kept;
 }
 
-function fieldsValid(v: Record<string, unknown>): boolean {
-  if (Object.keys(v).some((k) => !KNOWN.has(k))) return false;
-  const { request_id, route, input, metadata, callback_url } = v;
-  if (typeof request_id !== "string" || chars(request_id) < 1 || chars(request_id) > 255) {
-    return false;
+const isText = (v: unknown, min: number, max: number) =>
+  typeof v === "string" && chars(v) >= min && chars(v) <= max && wellFormed(v);
+
+function metadataValid(metadata: unknown): boolean {
+  if (!isPlainObject(metadata)) return false;
+  if ("principal" in metadata) {
+    const p = metadata.principal;
+    if (!isPlainObject(p)) return false;
+    if (typeof p.id !== "string" || p.id === "") return false;
+    if (typeof p.tenant !== "string" || p.tenant === "") return false;
   }
-  if (typeof route !== "string" || chars(route) < 1 || chars(route) > 128) return false;
-  if (typeof input !== "string") return false;
-  if ("metadata" in v) {
-    if (!isPlainObject(metadata)) return false;
-    if ("principal" in metadata) {
-      const p = metadata.principal;
-      if (!isPlainObject(p)) return false;
-      if (typeof p.id !== "string" || p.id === "") return false;
-      if (typeof p.tenant !== "string" || p.tenant === "") return false;
-    }
+  return metadataWithinLimits(metadata);
+}
+
+/** The top-level fields (unknown ones included) that break docs/api.md's rules; [] when none. */
+function invalidFields(v: Record<string, unknown>): string[] {
+  const bad = Object.keys(v).filter((k) => !KNOWN.has(k));
+  const { request_id, route, input, callback_url } = v;
+  if (!isText(request_id, 1, 255)) bad.push("request_id");
+  if (!isText(route, 1, 128)) bad.push("route");
+  if (!isText(input, 0, Number.POSITIVE_INFINITY)) bad.push("input");
+  if ("metadata" in v && !metadataValid(v.metadata)) bad.push("metadata");
+  if (
+    "callback_url" in v &&
+    (!isText(callback_url, 0, 2048) || callbackFate(callback_url as string) === "invalid")
+  ) {
+    bad.push("callback_url");
   }
-  if ("callback_url" in v) {
-    if (typeof callback_url !== "string" || chars(callback_url) > 2048) return false;
-    if (!absoluteHttpUrl(callback_url)) return false;
-  }
-  for (const text of [request_id, route, input, callback_url]) {
-    if (typeof text === "string" && !wellFormed(text)) return false;
-  }
-  return metadata === undefined || metadataWithinLimits(metadata);
+  return bad;
 }
 
 /** JSON text with sorted keys: "the same body" is the same JSON value (docs/api.md). */
@@ -204,11 +222,11 @@ export function expectedAnswer(req: SentRequest, accepted: Accepted): Expected {
   } catch {
     return { status: 400, code: "malformed_json" };
   }
-  if (!isPlainObject(value) || !fieldsValid(value)) {
-    return { status: 400, code: "invalid_request" };
-  }
+  if (!isPlainObject(value)) return { status: 400, code: "invalid_request" };
+  const bad = invalidFields(value);
+  if (bad.length > 0) return { status: 400, code: "invalid_request", fields: bad };
   if (value.metadata !== undefined && !numbersKept(new TextDecoder().decode(req.body))) {
-    return { status: 400, code: "invalid_request" };
+    return { status: 400, code: "invalid_request", fields: ["metadata"] };
   }
   const route = value.route as string;
   const limit = ROUTES[route];
@@ -216,13 +234,12 @@ export function expectedAnswer(req: SentRequest, accepted: Accepted): Expected {
     return { status: 403, code: "route_not_allowed" };
   }
   if (Buffer.byteLength(value.input as string, "utf8") > limit) {
-    return { status: 400, code: "invalid_request" };
+    return { status: 400, code: "invalid_request", fields: ["input"] };
   }
   if (typeof value.callback_url === "string") {
-    const fate = CALLBACK_URLS[value.callback_url];
-    if (fate === undefined) throw new Error(`unmodelled callback_url ${value.callback_url}`);
+    const fate = callbackFate(value.callback_url);
     if (client !== CALLBACK_CLIENT || fate !== "ok") {
-      return { status: 400, code: "callback_url_refused" };
+      return { status: 400, code: "callback_url_refused", fields: ["callback_url"] };
     }
   }
   const key = `${client}\n${value.request_id as string}`;
