@@ -4,20 +4,15 @@
  * answers.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { JobStatus, JobView } from "../../shared/domain/index.ts";
 import {
   decodeCursor,
   encodeCursor,
   IndexFencedError,
   type IndexStore,
-  openPostgresIndex,
-  openSqliteIndex,
   type PagePosition,
 } from "../../shared/search/index.ts";
-import { createTestDatabase, type TestDatabase } from "../helpers/postgres.ts";
+import { INDEX_ENGINES } from "../helpers/index-engines.ts";
 
 const BASE = Date.parse("2026-03-01T00:00:00.000Z");
 
@@ -43,38 +38,7 @@ function view(n: number, patch: Partial<JobView> & { client?: string } = {}): Jo
   };
 }
 
-const ENGINES: [string, () => Promise<{ store: IndexStore; cleanup: () => Promise<void> }>][] = [
-  [
-    "sqlite",
-    async () => {
-      const dir = mkdtempSync(join(tmpdir(), "sy-index-"));
-      const store = openSqliteIndex(join(dir, "index.sqlite"));
-      return {
-        store,
-        cleanup: async () => {
-          await store.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  ],
-  [
-    "postgres",
-    async () => {
-      const db: TestDatabase = await createTestDatabase("sy_index");
-      const store = openPostgresIndex(db.url);
-      return {
-        store,
-        cleanup: async () => {
-          await store.close();
-          await db.drop();
-        },
-      };
-    },
-  ],
-];
-
-for (const [engine, open] of ENGINES) {
+for (const [engine, open] of INDEX_ENGINES) {
   describe(`index store on ${engine}`, () => {
     let store: IndexStore;
     let cleanup: () => Promise<void>;
