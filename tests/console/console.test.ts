@@ -184,7 +184,10 @@ describe("the console", () => {
     expect(await page.textContent("#job-error")).toContain("cancelled: cancelled by operator olga");
     expect(await page.$("#cancel-job")).toBeNull();
 
+    // A hash change: the cancelled job's page (which has a retry button too) stays until the
+    // rejected job's page replaces it, so wait for that before clicking.
     await page.goto(`${op.hub.baseUrl}/console/#/job/${ids.rejected}`);
+    await page.waitForSelector(`#job-id >> text=${ids.rejected}`);
     await page.click("#retry-job");
     await confirmDialog(page);
     await page.waitForSelector("#retry-of");

@@ -104,17 +104,23 @@ async function rollingRestart(
   });
   expect(cbJobs.map(([, id]) => receiver.seen.get(`msg_${id}`)).filter((n) => n !== 1)).toEqual([]);
 
-  // Every view equals the fold of its job's events: what `audit verify` checks.
+  // Every view and index row equals the fold of its job's events: what `audit verify` checks.
   await waitFor(
-    "the projector to apply every event",
+    "the projector and the indexer to apply every event",
     async () => {
-      const info = await jsm.consumers.info("SWITCHYARD_EVENTS", "projector");
-      return info.num_pending === 0 && info.num_ack_pending === 0;
+      for (const durable of ["projector", "index"]) {
+        const info = await jsm.consumers.info("SWITCHYARD_EVENTS", durable);
+        if (info.num_pending > 0 || info.num_ack_pending > 0) return false;
+      }
+      return true;
     },
     { timeoutMs: 30_000, intervalMs: 100 },
   );
   await Bun.sleep(300); // the projector's linger
+  // In the services' folder: the config's index path is relative, so this checks the index they
+  // wrote too (from another folder it would find no index, or a stray one).
   const verify = Bun.spawnSync([process.execPath, MAIN, "audit", "verify"], {
+    cwd: procs.dir,
     env: { ...process.env, SWITCHYARD_CONFIG: procs.configPath, NATS_URL: nats.url },
   });
   expect(verify.stderr.toString()).toBe("");

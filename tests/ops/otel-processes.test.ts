@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
 import { SERVICE_NAMES, type ServiceName } from "../../services/runtime/run.ts";
 import { FAULT_CLIENT, faultYaml, getJob } from "../faults/procs.ts";
@@ -60,6 +60,8 @@ async function serve(name: ServiceName, env: Readonly<Record<string, string>>): 
     Object.entries(process.env).filter(([key]) => !key.startsWith("OTEL_")),
   );
   const proc = Bun.spawn([process.execPath, MAIN, "serve", name], {
+    // The config's folder: relative paths in it (the search index's file) stay out of the repo.
+    ...(env.SWITCHYARD_CONFIG ? { cwd: dirname(env.SWITCHYARD_CONFIG) } : {}),
     env: { ...base, ...env },
     stdin: "ignore",
     stdout: "pipe",
