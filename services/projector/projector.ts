@@ -24,6 +24,9 @@ import { foldHeld, type Held, writeHeld } from "./held.ts";
 import { type ProjectorMetrics, tracedWrite } from "./observe.ts";
 import { createViewStore } from "./view-store.ts";
 
+/** How long a holder whose lease is not held waits before it looks again. */
+const FENCED_PAUSE_MS = 50;
+
 export interface ProjectorDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
@@ -90,6 +93,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
   let applied = 0;
   let loopDone: Promise<void> = Promise.resolve();
   let retryDelayMs = 0;
+
+  /** The lease is held, or there is none (a rebuild, a single-process hub). */
+  const leading = () => deps.lease === undefined || deps.lease.holding();
 
   const settle = (msg: JsMsg) => {
     floor.settled(msg);
@@ -167,12 +173,12 @@ export function createProjector(deps: ProjectorDeps): Projector {
     const touched = take(batch);
     // Fold every touched job (loading its view once); then write the due ones.
     await Promise.all([...touched].map((entry) => foldHeld(entry, heldDeps)));
-    // Fenced: a holder that lost its lease writes nothing more (the new holder refolds from the
-    // ack floor); the lease's own step stands it down.
-    if (deps.lease !== undefined && !deps.lease.holding()) {
-      queue = [];
-      held.clear();
-      running = false;
+    // Fenced: while the lease is not held, nothing is written or acknowledged and the work stays
+    // held. A lease really lost stands this process down (halt drops it all, the new holder
+    // refolds from the ack floor); a renewal that was only late (seen on R3 under load) lets the
+    // next round go on. Stopping the loop here instead left a holder that never folded again.
+    if (!leading()) {
+      await Bun.sleep(FENCED_PAUSE_MS);
       return;
     }
     const writes = due(Date.now(), touched);
@@ -191,14 +197,6 @@ export function createProjector(deps: ProjectorDeps): Projector {
         ),
       ),
     );
-    // Fenced again before acking: a holder paused during its writes wakes past its lease, and its
-    // ack-all would reach the new holder's durable of the same name.
-    if (deps.lease !== undefined && !deps.lease.holding()) {
-      queue = [];
-      held.clear();
-      running = false;
-      return;
-    }
     let failed = false;
     for (const { entry, ok } of results) {
       if (!ok) {
@@ -209,7 +207,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
       for (const { msg } of entry.events) settle(msg);
       held.delete(entry.key);
     }
-    floor.flush();
+    // Fenced again before acking: a holder paused during its writes wakes past its lease, and its
+    // ack-all would reach the new holder's durable of the same name. Kept for the next flush.
+    if (leading()) floor.flush();
     // A job whose write failed is retried before anything newer of it is written (it stays held,
     // so newer events join its group in order); back off while writes keep failing.
     retryDelayMs = failed ? Math.min(Math.max(retryDelayMs * 2, 50), 2_000) : 0;
@@ -263,8 +263,10 @@ export function createProjector(deps: ProjectorDeps): Projector {
     const gapOf = deliveryGapDetector();
     void (async () => {
       for await (const msg of stream) {
-        // A holder paused past its lease takes nothing more: it stops at its first message.
-        if (deps.lease !== undefined && !deps.lease.holding()) break;
+        // A holder whose lease lapsed (paused past it, or a renewal running late) takes nothing
+        // more until the lease is renewed or the holder stands down.
+        while (!leading() && running) await Bun.sleep(FENCED_PAUSE_MS);
+        if (!running) break;
         const gap = gapOf(msg);
         if (gap !== undefined) {
           logger.warn(
