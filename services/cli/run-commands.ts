@@ -15,6 +15,7 @@ import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from 
 import { watchConfig } from "./config-watch.ts";
 import { configPath, DATA_DIR, type Env, loadConfig } from "./connect.ts";
 import { type DataDirLock, lockDataDir, orphanedServer, processAlive } from "./data-dir.ts";
+import { type SignalTrap, trapSignals } from "./signals.ts";
 
 const SHUTDOWN_TIMEOUT_MS = 25_000;
 
@@ -48,8 +49,8 @@ interface Lifecycle {
   readonly afterStop?: () => Promise<void>;
 }
 
-/** SIGINT/SIGTERM: graceful stop within a bound, exit 0. SIGHUP and file changes: reload. */
-function runUntilSignalled(life: Lifecycle): void {
+/** The services run: signals and file changes now reach them (see signals.ts). */
+function attachLifecycle(trap: SignalTrap, life: Lifecycle): void {
   const { logger, running } = life;
   const watch = life.hasConfigFile
     ? watchConfig(
@@ -62,38 +63,18 @@ function runUntilSignalled(life: Lifecycle): void {
         life.initialFiles,
       )
     : undefined;
-  process.on("SIGHUP", () => {
-    if (!watch) {
-      logger.warn("SIGHUP: no config file to reload (demo mode)");
-      return;
-    }
-    void watch.reload("SIGHUP");
+  trap.attach({
+    stop: async () => {
+      watch?.stop();
+      await running.stop();
+      await life.afterStop?.();
+    },
+    ...(watch ? { reload: (reason: string) => void watch.reload(reason) } : {}),
   });
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    watch?.stop();
-    logger.info({ signal }, "shutting down: intake stopped, finishing in-flight work");
-    const timer = setTimeout(() => {
-      logger.error("shutdown took too long; exiting");
-      process.exit(1);
-    }, SHUTDOWN_TIMEOUT_MS);
-    running
-      .stop()
-      .then(() => life.afterStop?.())
-      .then(() => {
-        clearTimeout(timer);
-        logger.info("stopped");
-        process.exit(0);
-      })
-      .catch((err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      });
-  };
-  process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGTERM", () => stop("SIGTERM"));
+}
+
+function trapStopAndReload(logger: Logger): SignalTrap {
+  return trapSignals({ logger, shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS });
 }
 
 /** Stops a nats-server a SIGKILLed hub left on this store, before another one opens it. */
@@ -142,6 +123,7 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
   const files: string[] = [];
   let config = await loadConfig(env, false, (paths) => files.push(...paths));
   const logger = createLogger({ level: logLevel(env, config), service: "switchyard" });
+  const trap = trapStopAndReload(logger);
   const dataDir = resolve(DATA_DIR);
   let lock: DataDirLock | undefined;
   let nats: ManagedNatsServer | undefined;
@@ -190,7 +172,7 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
       });
     }
     if (demo) stdout(demoBanner(base, running.admin.url, demo));
-    runUntilSignalled({
+    attachLifecycle(trap, {
       logger,
       env,
       running,
@@ -209,6 +191,7 @@ export async function serve(name: ServiceName, env: Env): Promise<void> {
   const files: string[] = [];
   const config = (await loadConfig(env, true, (paths) => files.push(...paths))) as Config;
   const logger = createLogger({ level: logLevel(env, config), service: name });
+  const trap = trapStopAndReload(logger);
   const tracing = await createTracing({ env, defaultServiceName: `switchyard-${name}`, logger });
   const running = await startServices([name], {
     config,
@@ -218,7 +201,7 @@ export async function serve(name: ServiceName, env: Env): Promise<void> {
     onNatsWaiting: natsWaitLogger(logger),
     tracing,
   });
-  runUntilSignalled({
+  attachLifecycle(trap, {
     logger,
     env,
     running,
