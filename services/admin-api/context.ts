@@ -109,11 +109,15 @@ export async function noBody(request: Request): Promise<void> {
   }
 }
 
-/** The client that owns a job: from the index, or (not indexed yet) from the stream's subjects. */
+/**
+ * The client that owns a job: from the index (a primary-key lookup per configured client), or
+ * (not indexed yet, or of a client removed since) from the stream's subjects.
+ */
 export async function ownerOf(ctx: AdminContext, jobId: string): Promise<string | undefined> {
   if (!JOB_ID_PATTERN.test(jobId)) return undefined;
-  if (ctx.store) {
-    const page = await ctx.store.page({ filter: { jobIds: [jobId] }, limit: 1 });
+  const clientIds = ctx.config.clients.map((c) => c.id);
+  if (ctx.store && clientIds.length > 0) {
+    const page = await ctx.store.page({ filter: { clientIds, jobIds: [jobId] }, limit: 1 });
     const found = page.views[0]?.client_id;
     if (found) return found;
   }
