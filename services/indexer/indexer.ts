@@ -1,17 +1,13 @@
-import {
-  AckPolicy,
-  type ConsumerMessages,
-  DeliverPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  type JsMsg,
+import type {
+  ConsumerMessages,
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
 } from "@nats-io/jetstream";
 import {
   decodeEvent,
   deliveryGapDetector,
-  isJsError,
   PoisonMessageError,
-  subjectFilters,
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { JobView } from "../../shared/domain/index.ts";
@@ -29,10 +25,8 @@ import {
   type IndexStore,
   indexKey,
 } from "../../shared/search/index.ts";
+import { INDEX_CONSUMER, recreateIndexConsumer } from "./durable.ts";
 import { countChanges, foldNew, type HeldJob, rowOf, tenantOf } from "./fold.ts";
-
-/** Durable name of the indexer's consumer on the events stream. */
-export const INDEX_CONSUMER = "index";
 
 export interface IndexerDeps {
   readonly js: JetStreamClient;
@@ -92,6 +86,14 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   let pending = 0;
   let lastWrite = 0;
   let lastPrune = 0;
+  /** The highest sequence of any row in the store, as far as this indexer knows. */
+  let written = 0;
+  /**
+   * `written` when the current consumer started: a run.requested above it, delivered once, is of
+   * a job without a row (the `.run` subject holds one message per job, and it comes first), so
+   * its row is not read. Below it, a row an earlier consumer wrote may exist.
+   */
+  let noRowAbove = Number.POSITIVE_INFINITY;
   /** The events stream's creation time: the index's sequences are of this stream. */
   let stream = "";
   /** This indexer's epoch (store.claim): a newer indexer fences this one's writes. */
@@ -116,7 +118,9 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       const key = indexKey(event.client_id, event.job_id);
       let job = held.get(key);
       if (job === undefined) {
-        const cached = unsettled.get(key);
+        const fresh =
+          event.type === "run.requested" && !msg.info.redelivered && msg.seq > noRowAbove;
+        const cached = fresh ? null : unsettled.get(key);
         job = {
           key,
           clientId: event.client_id,
@@ -214,6 +218,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         owner,
       });
       lastWrite = at;
+      for (const row of rows) written = Math.max(written, row.view.seq);
     }
     for (const job of due) {
       held.delete(job.key);
@@ -302,28 +307,10 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     }
   };
 
-  /** Recreates the durable at the index's own position: the index says what it has. */
-  const recreateConsumer = async (fromSeq: number) => {
-    try {
-      await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, INDEX_CONSUMER);
-    } catch (err) {
-      if (!isJsError(err, "consumerNotFound")) throw err;
-    }
-    await deps.jsm.consumers.add(TOPOLOGY.eventsStream, {
-      durable_name: INDEX_CONSUMER,
-      ack_policy: AckPolicy.All,
-      ...(fromSeq > 1
-        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }
-        : { deliver_policy: DeliverPolicy.All }),
-      filter_subject: subjectFilters.all,
-      ack_wait: 30_000 * 1_000_000,
-      max_ack_pending: 20_000,
-    });
-  };
-
   /** Takes the durable from the index's own position and starts folding. */
   const consumeFromPosition = async () => {
-    await recreateConsumer(applied + 1);
+    noRowAbove = written;
+    await recreateIndexConsumer(deps.jsm, applied + 1);
     const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, INDEX_CONSUMER);
     const stream = await consumer.consume({ max_messages: 500 });
     messages = stream;
@@ -391,6 +378,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       stream = (await deps.jsm.streams.info(TOPOLOGY.eventsStream)).created;
       const stored = await store.position();
       applied = stored.appliedSeq;
+      written = stored.writtenSeq;
       if (stored.stream !== "" && stored.stream !== stream) {
         // Sequences of another stream (a new NATS store, another hub): start over from this one.
         logger.warn(
@@ -399,6 +387,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         );
         await store.reset();
         applied = 0;
+        written = 0;
       }
       await consumeFromPosition();
       logger.info({ backend: store.backend, from_seq: applied + 1 }, "indexer started");

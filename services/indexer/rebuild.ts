@@ -1,8 +1,9 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
-import { createIndexer, INDEX_CONSUMER } from "./indexer.ts";
+import { deleteIndexConsumer, INDEX_CONSUMER } from "./durable.ts";
+import { createIndexer } from "./indexer.ts";
 
 export interface IndexRebuildDeps {
   readonly js: JetStreamClient;
@@ -22,11 +23,7 @@ export interface IndexRebuildDeps {
 export async function rebuildIndex(
   deps: IndexRebuildDeps,
 ): Promise<{ events: number; jobs: number }> {
-  try {
-    await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, INDEX_CONSUMER);
-  } catch (err) {
-    if (!isJsError(err, "consumerNotFound")) throw err;
-  }
+  await deleteIndexConsumer(deps.jsm);
   await deps.store.reset();
   const indexer = createIndexer({
     js: deps.js,

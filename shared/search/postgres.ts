@@ -5,17 +5,22 @@ import {
   COUNT_UPSERT_TAIL,
   countSql,
   countsSql,
+  highestSeq,
   Params,
+  POSITION_SQL,
   pageSql,
   perMinuteSql,
+  positionOf,
+  positionUpsert,
   ROW_COLUMNS,
   rowValues,
   TABLES,
   UPSERT_TAIL,
+  WRITTEN_SEQ_BACKFILL,
 } from "./sql.ts";
 import { pageOf } from "./sqlite.ts";
-import type { IndexPosition, IndexStore, IndexWrite } from "./types.ts";
-import { EMPTY_POSITION, IndexFencedError, indexKey } from "./types.ts";
+import type { IndexStore, IndexWrite, StoredPosition } from "./types.ts";
+import { IndexFencedError, indexKey } from "./types.ts";
 
 /** Rows per INSERT statement: 12 parameters each, well below PostgreSQL's 65,535. */
 const ROWS_PER_STATEMENT = 500;
@@ -52,10 +57,13 @@ async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
     );
   }
   const p = write.position;
-  await tx.unsafe(
-    "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream) VALUES (1, $1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream",
-    [p.appliedSeq, p.pending, p.updatedMs, p.stream],
-  );
+  await tx.unsafe(positionUpsert("postgres"), [
+    p.appliedSeq,
+    p.pending,
+    p.updatedMs,
+    p.stream,
+    highestSeq(write.rows),
+  ]);
 }
 
 /**
@@ -77,6 +85,8 @@ export function openPostgresIndex(
       await sql.begin(async (tx) => {
         await tx.unsafe("SELECT pg_advisory_xact_lock(726351)");
         for (const statement of TABLES) await tx.unsafe(statement);
+        await tx.unsafe("ALTER TABLE sy_index_meta ADD COLUMN IF NOT EXISTS written_seq BIGINT");
+        await tx.unsafe(WRITTEN_SEQ_BACKFILL);
       });
     },
     async load(keys) {
@@ -100,19 +110,9 @@ export function openPostgresIndex(
     async apply(write) {
       await sql.begin((tx) => writeRows(tx as unknown as Tx, write));
     },
-    async position(): Promise<IndexPosition> {
-      const [row] = await rows(
-        "SELECT applied_seq, pending, updated_ms, stream FROM sy_index_meta WHERE id = 1",
-        [],
-      );
-      return row
-        ? {
-            appliedSeq: Number(row.applied_seq),
-            pending: Number(row.pending),
-            updatedMs: Number(row.updated_ms),
-            stream: String(row.stream),
-          }
-        : EMPTY_POSITION;
+    async position(): Promise<StoredPosition> {
+      const [row] = await rows(POSITION_SQL, []);
+      return positionOf(row);
     },
     async heartbeat(pending, nowMs) {
       await rows("UPDATE sy_index_meta SET pending = $1, updated_ms = $2 WHERE id = 1", [

@@ -1,5 +1,11 @@
 import type { JobView } from "../domain/index.ts";
-import type { CountQuery, JobFilter, PageQuery } from "./types.ts";
+import {
+  type CountQuery,
+  EMPTY_POSITION,
+  type JobFilter,
+  type PageQuery,
+  type StoredPosition,
+} from "./types.ts";
 
 /**
  * The index's SQL, shared by both engines: the same tables, indexes and queries, with the
@@ -38,7 +44,8 @@ export const TABLES = [
     applied_seq BIGINT NOT NULL,
     pending BIGINT NOT NULL,
     updated_ms BIGINT NOT NULL,
-    stream TEXT NOT NULL
+    stream TEXT NOT NULL,
+    written_seq BIGINT
   )`,
   `CREATE TABLE IF NOT EXISTS sy_index_owner (
     id INTEGER PRIMARY KEY,
@@ -64,6 +71,41 @@ export const TABLES = [
   // insert at a random page, 15 of SQLite's 60 µs per row (bench/index-write.ts).
   "DROP INDEX IF EXISTS sy_jobs_job",
 ] as const;
+
+/**
+ * An index made before `written_seq` gets it from its rows, once (a scan of sy_jobs). The column
+ * is added by each engine's migrate (SQLite has no ADD COLUMN IF NOT EXISTS).
+ */
+export const WRITTEN_SEQ_BACKFILL =
+  "UPDATE sy_index_meta SET written_seq = (SELECT COALESCE(MAX(seq), 0) FROM sy_jobs) WHERE written_seq IS NULL";
+
+/** The highest row sequence of a write (0 without rows). */
+export const highestSeq = (rows: readonly { readonly view: JobView }[]): number =>
+  rows.reduce((max, row) => Math.max(max, row.view.seq), 0);
+
+/** The position's upsert; `greatest` is the engine's two-argument maximum. */
+export const positionUpsert = (dialect: Dialect): string => {
+  const [a, b, c, d, e] =
+    dialect === "sqlite" ? ["?", "?", "?", "?", "?"] : ["$1", "$2", "$3", "$4", "$5"];
+  const greatest = dialect === "sqlite" ? "MAX" : "GREATEST";
+  return `INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream, written_seq) VALUES (1, ${a}, ${b}, ${c}, ${d}, ${e}) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream, written_seq = ${greatest}(COALESCE(sy_index_meta.written_seq, 0), excluded.written_seq)`;
+};
+
+/** Reads the position (sy_index_meta's one row). */
+export const POSITION_SQL =
+  "SELECT applied_seq, pending, updated_ms, stream, written_seq FROM sy_index_meta WHERE id = 1";
+
+/** The stored position from its row (engines return numbers or strings for BIGINT). */
+export function positionOf(row: Record<string, unknown> | null | undefined): StoredPosition {
+  if (!row) return EMPTY_POSITION;
+  return {
+    appliedSeq: Number(row.applied_seq),
+    pending: Number(row.pending),
+    updatedMs: Number(row.updated_ms),
+    stream: String(row.stream),
+    writtenSeq: Number(row.written_seq ?? 0),
+  };
+}
 
 /** Collects bound parameters and writes the engine's placeholder for each. */
 export class Params {

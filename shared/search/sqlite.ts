@@ -7,20 +7,24 @@ import {
   COUNT_UPSERT_TAIL,
   countSql,
   countsSql,
+  highestSeq,
+  POSITION_SQL,
   pageSql,
   perMinuteSql,
+  positionOf,
+  positionUpsert,
   ROW_COLUMNS,
   rowValues,
   TABLES,
   UPSERT_TAIL,
+  WRITTEN_SEQ_BACKFILL,
 } from "./sql.ts";
 import {
-  EMPTY_POSITION,
   IndexFencedError,
-  type IndexPosition,
   type IndexStore,
   indexKey,
   type Page,
+  type StoredPosition,
 } from "./types.ts";
 
 type Value = string | number | bigint | boolean | null;
@@ -61,15 +65,17 @@ export function openSqliteIndex(path: string): IndexStore {
     db.query(
       `INSERT INTO sy_job_counts (kind, minute, client_id, route, status, n) VALUES (?, ?, ?, ?, ?, ?) ${COUNT_UPSERT_TAIL}`,
     );
-  const setPosition = () =>
-    db.query(
-      "INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream) VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream",
-    );
+  const setPosition = () => db.query(positionUpsert("sqlite"));
 
   return {
     backend: "sqlite",
     async migrate() {
       for (const statement of TABLES) db.exec(statement);
+      const columns = db.query("PRAGMA table_info(sy_index_meta)").all() as { name: string }[];
+      if (!columns.some((c) => c.name === "written_seq")) {
+        db.exec("ALTER TABLE sy_index_meta ADD COLUMN written_seq BIGINT");
+      }
+      db.exec(WRITTEN_SEQ_BACKFILL);
     },
     async load(keys) {
       const out = new Map<string, JobView>();
@@ -96,26 +102,11 @@ export function openSqliteIndex(path: string): IndexStore {
           counts.run(c.kind, c.minute, c.clientId, c.route, c.status, c.delta);
         }
         const p = write.position;
-        position.run(p.appliedSeq, p.pending, p.updatedMs, p.stream);
+        position.run(p.appliedSeq, p.pending, p.updatedMs, p.stream, highestSeq(write.rows));
       })();
     },
-    async position(): Promise<IndexPosition> {
-      const row = db
-        .query("SELECT applied_seq, pending, updated_ms, stream FROM sy_index_meta WHERE id = 1")
-        .get() as {
-        applied_seq: number;
-        pending: number;
-        updated_ms: number;
-        stream: string;
-      } | null;
-      return row
-        ? {
-            appliedSeq: row.applied_seq,
-            pending: row.pending,
-            updatedMs: row.updated_ms,
-            stream: row.stream,
-          }
-        : EMPTY_POSITION;
+    async position(): Promise<StoredPosition> {
+      return positionOf(db.query(POSITION_SQL).get() as Record<string, unknown> | null);
     },
     async heartbeat(pending, nowMs) {
       db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = 1").run(

@@ -82,12 +82,23 @@ export interface IndexPosition {
   readonly stream: string;
 }
 
+/** The position as stored, with what the indexer needs to skip reads. */
+export interface StoredPosition extends IndexPosition {
+  /**
+   * The highest stream sequence of any row written. Rows above `appliedSeq` exist (a job written
+   * while an older one was still held), none above this: a job whose first event comes later
+   * has no row, and the indexer does not read one.
+   */
+  readonly writtenSeq: number;
+}
+
 /** The position of an index nothing was written to. */
-export const EMPTY_POSITION: IndexPosition = {
+export const EMPTY_POSITION: StoredPosition = {
   appliedSeq: 0,
   pending: 0,
   updatedMs: 0,
   stream: "",
+  writtenSeq: 0,
 };
 
 /** One job row as the indexer writes it. */
@@ -120,7 +131,7 @@ export interface IndexStore {
   claim(): Promise<number>;
   /** Writes rows, counts and position in one transaction; throws IndexFencedError if claimed since. */
   apply(write: IndexWrite): Promise<void>;
-  position(): Promise<IndexPosition>;
+  position(): Promise<StoredPosition>;
   /** Only moves updated_ms and pending (the indexer's heartbeat while idle). */
   heartbeat(pending: number, nowMs: number): Promise<void>;
   page(query: PageQuery): Promise<Page>;

@@ -102,6 +102,77 @@ for (const [engine, open] of INDEX_ENGINES) {
       }
     }, 60_000);
 
+    test("a new job's row is not read; rows written above the position are, after a restart", async () => {
+      await using nats = await startNats();
+      const { store, cleanup } = await open();
+      await store.migrate();
+      try {
+        await using hub = await startHub({ nats, services: ["ingress", "executor"] });
+        // A job that stays open holds the position below every later job the indexer writes.
+        await hub.run({ request_id: "held-open", route: "demo.sleep", input: "x" }, TOKEN);
+        for (let i = 0; i < 40; i++) {
+          await hub.run({ request_id: `above-${i}`, route: "demo.echo", input: "x" }, TOKEN);
+        }
+        let loadedKeys = 0;
+        const counting = {
+          ...store,
+          load: (keys: Parameters<typeof store.load>[0]) => {
+            loadedKeys += keys.length;
+            return store.load(keys);
+          },
+        };
+        const { logger } = captureLogger();
+        const first = await connect({ servers: nats.url });
+        const indexerA = createIndexer({
+          js: jetstream(first),
+          jsm: await jetstreamManager(first),
+          store: counting,
+          logger,
+          lingerMs: 60_000,
+        });
+        await indexerA.start();
+        await waitFor(
+          "the echo jobs to be indexed",
+          async () => (await store.count({ statuses: ["done"] }, 100)) === 40,
+        );
+        // Every job began with its run.requested on a fresh index: not one row was read.
+        expect(loadedKeys).toBe(0);
+        const position = await store.position();
+        expect(position.writtenSeq).toBeGreaterThan(position.appliedSeq);
+        await first.close(); // dies holding the open job
+        const second = await connect({ servers: nats.url });
+        const indexerB = createIndexer({
+          js: jetstream(second),
+          jsm: await jetstreamManager(second),
+          store: counting,
+          logger,
+        });
+        await indexerB.start();
+        await waitFor(
+          "every job done in the index",
+          async () => (await store.count({ statuses: ["done"] }, 100)) === 41,
+          { timeoutMs: 20_000 },
+        );
+        await indexerB.stop();
+        await indexerA.stop().catch(() => undefined);
+        await second.close();
+        // The echo jobs came again from the position: their rows were read, not counted again.
+        expect(loadedKeys).toBeGreaterThanOrEqual(40);
+        const now = Math.floor(Date.now() / 60_000);
+        const window = { fromMinute: now - 10, toMinute: now + 2 };
+        expect(await store.counts({ kind: "created", ...window })).toEqual([
+          { route: "demo.echo", status: "done", count: 40 },
+          { route: "demo.sleep", status: "done", count: 1 },
+        ]);
+        expect(await store.counts({ kind: "completed", ...window })).toEqual([
+          { route: "demo.echo", status: "done", count: 40 },
+          { route: "demo.sleep", status: "done", count: 1 },
+        ]);
+      } finally {
+        await cleanup();
+      }
+    }, 60_000);
+
     test("an index of another events stream is rebuilt from this one", async () => {
       await using nats = await startNats();
       const { store, cleanup } = await open();

@@ -37,6 +37,39 @@ describe("the index's query plans on SQLite", () => {
     db.close();
   });
 
+  test("an index from before written_seq gets it from its rows when migrated", async () => {
+    const path = join(dir, "before-written-seq.db");
+    const store = openSqliteIndex(path);
+    await store.migrate();
+    const owner = await store.claim();
+    const at = "2026-03-01T00:00:00.000Z";
+    const row = (seq: number) => ({
+      view: {
+        job_id: `job_${String(seq).padStart(22, "0")}`,
+        client_id: "acme",
+        request_id: `r${seq}`,
+        route: "demo.echo",
+        status: "done" as const,
+        created_at: at,
+        updated_at: at,
+        fingerprint: "0".repeat(64),
+        seq,
+      },
+      tenant: undefined,
+    });
+    const position = { appliedSeq: 3, pending: 0, updatedMs: 1, stream: "s" };
+    await store.apply({ owner, rows: [row(3), row(41), row(7)], counts: [], position });
+    await store.close();
+    // What an index written by an earlier version looks like: the column, never set.
+    const old = new Database(path);
+    old.exec("ALTER TABLE sy_index_meta DROP COLUMN written_seq");
+    old.close();
+    const migrated = openSqliteIndex(path);
+    await migrated.migrate();
+    expect(await migrated.position()).toMatchObject({ appliedSeq: 3, writtenSeq: 41 });
+    await migrated.close();
+  });
+
   test("a job id with the clients listed is a primary-key search, not a scan", async () => {
     const path = join(dir, "plan.db");
     const store = openSqliteIndex(path);

@@ -93,6 +93,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         pending: 5,
         updatedMs: 1234,
         stream: "s1",
+        writtenSeq: 60,
       });
       await store.heartbeat(0, 5678);
       expect(await store.position()).toEqual({
@@ -100,6 +101,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         pending: 0,
         updatedMs: 5678,
         stream: "s1",
+        writtenSeq: 60,
       });
     });
 
@@ -198,6 +200,8 @@ for (const [engine, open] of INDEX_ENGINES) {
       });
       let loaded = await store.load([{ clientId: "acme", jobId: jobId(4) }]);
       expect(loaded.get(`acme.${jobId(4)}`)?.status).toBe(original.status);
+      // The highest sequence written (1004, the paging test's) never falls back.
+      expect((await store.position()).writtenSeq).toBe(1004);
       await store.apply({
         owner,
         rows: [
@@ -205,7 +209,7 @@ for (const [engine, open] of INDEX_ENGINES) {
             view: {
               ...original,
               status: "done",
-              seq: 999,
+              seq: 2_000,
               callback: { status: "failed", attempts: 3 },
             },
             tenant: undefined,
@@ -220,6 +224,7 @@ for (const [engine, open] of INDEX_ENGINES) {
       ]);
       expect(loaded.get(`acme.${jobId(4)}`)?.status).toBe("done");
       expect(loaded.size).toBe(1);
+      expect((await store.position()).writtenSeq).toBe(2_000);
       const byTenant = await store.page({
         filter: { tenants: ["tenant-a"], callbackStatuses: ["failed"] },
         limit: 5,
