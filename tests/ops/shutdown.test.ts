@@ -1,45 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { DEFAULT_CLIENTS, hubYaml, startHub } from "../helpers/hub.ts";
 import { startNats } from "../helpers/nats.ts";
+import { startUp } from "../helpers/up-process.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ACME = DEFAULT_CLIENTS[0] as (typeof DEFAULT_CLIENTS)[0];
-const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 
-/** `switchyard up` in a temporary folder against the given NATS; its stdout collects in `out()`. */
-async function spawnUp(natsUrl: string) {
-  const dir = await mkdtemp(join(tmpdir(), "switchyard-term-"));
-  const config = join(dir, "switchyard.yaml");
-  await Bun.write(config, hubYaml(natsUrl, DEFAULT_CLIENTS));
-  const proc = Bun.spawn([process.execPath, MAIN, "up"], {
-    cwd: dir,
-    env: {
-      ...process.env,
-      SWITCHYARD_CONFIG: config,
-      NATS_URL: natsUrl,
-      SWITCHYARD_LOG_LEVEL: "info",
-    },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  let out = "";
-  void (async () => {
-    for await (const chunk of proc.stdout) out += new TextDecoder().decode(chunk);
-  })();
-  return {
-    proc,
-    out: () => out,
-    async [Symbol.asyncDispose]() {
-      proc.kill("SIGKILL");
-      await proc.exited;
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
+const spawnUp = (natsUrl: string) =>
+  startUp({ natsUrl, yaml: hubYaml(natsUrl, DEFAULT_CLIENTS), prefix: "switchyard-term-" });
 
 describe("signals during start-up", () => {
   test("SIGHUP is held and SIGTERM stops the hub once it runs: exit 0, not 129 or 143", async () => {
@@ -67,11 +36,7 @@ describe("graceful shutdown", () => {
     await using nats = await startNats();
     await using up = await spawnUp(nats.url);
     const { proc } = up;
-    const base = await waitFor(
-      "the ingress URL",
-      () => /"url":"(http:[^"]+)"/.exec(up.out())?.[1],
-      { timeoutMs: 20_000 },
-    );
+    const base = await up.listening();
     const accepted = new Map<string, string>();
     let n = 0;
     let load = true;

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { writeFile } from "node:fs/promises";
 import { hashToken } from "../../shared/auth/index.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
+import { startUp, type UpProcess } from "../helpers/up-process.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 // Operator credentials follow reloads like client credentials (rotation.test.ts), against a
@@ -11,7 +10,6 @@ import { waitFor } from "../helpers/wait.ts";
 // operator's token starts working, a replaced token hash ends the sessions made from it, and an
 // invalid file changes nothing.
 
-const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 const CLIENT_TOKEN = "sy_acme_client-token-0123456789abcdef";
 const ALICE = "sy_op_alice-token-0123456789abcdef";
 const BOB_OLD = "sy_op_bob-old-token-0123456789abcdef";
@@ -19,11 +17,8 @@ const BOB_NEW = "sy_op_bob-new-token-0123456789abcdef";
 const CAROL = "sy_op_carol-token-0123456789abcdef";
 
 let nats: TestNats;
-let dir = "";
-let configFile = "";
-let proc: ReturnType<typeof Bun.spawn>;
+let up: UpProcess;
 let base = "";
-const logs = { text: "" };
 
 const operator = (id: string, token: string, role = "operator") =>
   `  - { id: ${id}, role: ${role}, token_sha256: ["${hashToken(token)}"] }`;
@@ -46,11 +41,7 @@ ${operators.join("\n")}
 `;
 }
 
-const logLines = () =>
-  logs.text
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const logLines = () => up.logLines();
 
 const reloadLines = () => logLines().filter((l) => l.msg === "configuration reloaded");
 
@@ -60,8 +51,8 @@ const reloadLines = () => logLines().filter((l) => l.msg === "configuration relo
  */
 async function rewriteAndWait(yaml: string, signal?: "SIGHUP"): Promise<Record<string, unknown>> {
   const before = reloadLines().length;
-  await writeFile(configFile, yaml);
-  if (signal) proc.kill(signal);
+  await writeFile(up.configFile, yaml);
+  if (signal) up.proc.kill(signal);
   return waitFor(
     "the configuration to be reloaded",
     () =>
@@ -101,26 +92,12 @@ const INITIAL = [operator("alice", ALICE), operator("bob", BOB_OLD)];
 
 beforeAll(async () => {
   nats = await startNats();
-  dir = await mkdtemp(join(tmpdir(), "switchyard-operator-rotation-"));
-  configFile = join(dir, "switchyard.yaml");
-  await writeFile(configFile, configYaml(INITIAL));
-  proc = Bun.spawn([process.execPath, MAIN, "up"], {
-    cwd: dir,
-    env: { ...process.env, NATS_URL: nats.url, SWITCHYARD_CONFIG: configFile },
-    stdout: "pipe",
-    stderr: "pipe",
+  up = await startUp({
+    natsUrl: nats.url,
+    yaml: configYaml(INITIAL),
+    prefix: "switchyard-operator-rotation-",
   });
-  void (async () => {
-    for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) {
-      logs.text += new TextDecoder().decode(chunk);
-    }
-  })();
-  const listening = await waitFor(
-    "the ingress to listen",
-    () => logLines().find((l) => l.msg === "ingress listening"),
-    { timeoutMs: 20_000 },
-  );
-  base = String(listening.url);
+  base = await up.listening();
   // The file watcher starts after the services, later than "ingress listening": a change made
   // before it took its first look would never be seen. Rewrite the unchanged file until a reload
   // shows that it watches (checked every 2 s, so one rewrite per 3 s at most).
@@ -128,7 +105,7 @@ beforeAll(async () => {
     "the config file watcher to be armed",
     async () => {
       if (reloadLines().length > 0) return true;
-      await writeFile(configFile, configYaml(INITIAL));
+      await writeFile(up.configFile, configYaml(INITIAL));
       return false;
     },
     { timeoutMs: 30_000, intervalMs: 3_000 },
@@ -137,10 +114,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  proc?.kill("SIGTERM");
-  await proc?.exited;
+  await up?.stop();
   await nats?.stop();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("operator credential rotation without a restart", () => {
@@ -191,8 +166,8 @@ describe("operator credential rotation without a restart", () => {
 
   test("an invalid file changes nothing and says why", async () => {
     // An operator token that is also a client's token is refused (docs/operations.md).
-    await writeFile(configFile, configYaml([operator("dave", CLIENT_TOKEN)]));
-    proc.kill("SIGHUP");
+    await writeFile(up.configFile, configYaml([operator("dave", CLIENT_TOKEN)]));
+    up.proc.kill("SIGHUP");
     const line = await waitFor(
       "the refusal",
       () =>

@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { writeFile } from "node:fs/promises";
 import { Webhook } from "standardwebhooks";
 import { hashToken } from "../../shared/auth/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
+import { startUp, type UpProcess } from "../helpers/up-process.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 // Rotation without a restart, against a running `switchyard up`: new token hashes and callback
 // secrets take effect on a changed config file and on SIGHUP, old ones retire by their date.
 // Receivers verify with the standardwebhooks package and know only one secret each.
 
-const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 const TOKEN_A = "sy_acme_old-token-0123456789abcdef";
 const TOKEN_B = "sy_acme_new-token-0123456789abcdef";
 const OLD = generateWebhookSecret();
@@ -50,11 +48,8 @@ function receiver(secret: string): Receiver {
 }
 
 let nats: TestNats;
-let dir = "";
-let configFile = "";
-let proc: ReturnType<typeof Bun.spawn>;
+let up: UpProcess;
 let base = "";
-const logs = { text: "" };
 let oldOnly: Receiver;
 let newOnly: Receiver;
 
@@ -75,17 +70,13 @@ routes:
 `;
 }
 
-const logLines = () =>
-  logs.text
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const logLines = () => up.logLines();
 
 let reloads = 0;
 async function rewriteAndWait(yaml: string, signal?: "SIGHUP"): Promise<void> {
   const before = logLines().filter((l) => l.msg === "configuration reloaded").length;
-  await writeFile(configFile, yaml);
-  if (signal) proc.kill(signal);
+  await writeFile(up.configFile, yaml);
+  if (signal) up.proc.kill(signal);
   await waitFor(
     "the configuration to be reloaded",
     () => logLines().filter((l) => l.msg === "configuration reloaded").length > before,
@@ -125,35 +116,19 @@ beforeAll(async () => {
   nats = await startNats();
   oldOnly = receiver(OLD);
   newOnly = receiver(NEW);
-  dir = await mkdtemp(join(tmpdir(), "switchyard-rotation-"));
-  configFile = join(dir, "switchyard.yaml");
-  await writeFile(configFile, configYaml(`["${hashToken(TOKEN_A)}"]`, `["${OLD}"]`));
-  proc = Bun.spawn([process.execPath, MAIN, "up"], {
-    cwd: dir,
-    env: { ...process.env, NATS_URL: nats.url, SWITCHYARD_CONFIG: configFile },
-    stdout: "pipe",
-    stderr: "pipe",
+  up = await startUp({
+    natsUrl: nats.url,
+    yaml: configYaml(`["${hashToken(TOKEN_A)}"]`, `["${OLD}"]`),
+    prefix: "switchyard-rotation-",
   });
-  void (async () => {
-    for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) {
-      logs.text += new TextDecoder().decode(chunk);
-    }
-  })();
-  const listening = await waitFor(
-    "the ingress to listen",
-    () => logLines().find((l) => l.msg === "ingress listening"),
-    { timeoutMs: 20_000 },
-  );
-  base = String(listening.url);
+  base = await up.listening();
 });
 
 afterAll(async () => {
-  proc?.kill("SIGTERM");
-  await proc?.exited;
+  await up?.stop();
   oldOnly?.stop();
   newOnly?.stop();
   await nats?.stop();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("credential rotation without a restart", () => {
@@ -197,8 +172,8 @@ describe("credential rotation without a restart", () => {
   });
 
   test("an invalid file changes nothing and says why", async () => {
-    await writeFile(configFile, configYaml(`["not-a-hash"]`, `["whsec_short"]`));
-    proc.kill("SIGHUP");
+    await writeFile(up.configFile, configYaml(`["not-a-hash"]`, `["whsec_short"]`));
+    up.proc.kill("SIGHUP");
     const line = await waitFor(
       "the refusal",
       () =>
