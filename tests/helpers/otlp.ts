@@ -253,3 +253,36 @@ export function startOtlpReceiver(): OtlpReceiver {
     [Symbol.asyncDispose]: stop,
   };
 }
+
+/**
+ * An HTTP executor answering `output` and a callback receiver answering 204, each recording the
+ * traceparent header of the last request it got ("(none)" when absent; "" before any).
+ */
+export function traceparentRecorders(output: unknown) {
+  const seen = { task: "", callback: "" };
+  const executor = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      seen.task = req.headers.get("traceparent") ?? "(none)";
+      return Response.json({ output });
+    },
+  });
+  const receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      seen.callback = req.headers.get("traceparent") ?? "(none)";
+      return new Response(null, { status: 204 });
+    },
+  });
+  return {
+    seen,
+    executor,
+    receiver,
+    stop() {
+      executor.stop(true);
+      receiver.stop(true);
+    },
+  };
+}

@@ -5,7 +5,7 @@ import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { createWorker } from "../../shared/worker/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
-import { type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp.ts";
+import { type ReceivedSpan, startOtlpReceiver, traceparentRecorders } from "../helpers/otlp.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -54,23 +54,7 @@ async function waitSettled(hub: TestHub, jobId: string, withCallback: boolean) {
 
 describe("OpenTelemetry traces", () => {
   test("one job with a callback is one trace: accept, dispatch, execute, callback, project", async () => {
-    const seen = { task: "", callback: "" };
-    const executor = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch(req) {
-        seen.task = req.headers.get("traceparent") ?? "(none)";
-        return Response.json({ output: OUTPUT });
-      },
-    });
-    const receiver = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch(req) {
-        seen.callback = req.headers.get("traceparent") ?? "(none)";
-        return new Response(null, { status: 204 });
-      },
-    });
+    const { seen, executor, receiver, stop } = traceparentRecorders(OUTPUT);
     await using otlp = startOtlpReceiver();
     const tracing = await tracingTo(otlp.endpoint);
     expect(tracing.enabled).toBe(true);
@@ -178,8 +162,7 @@ routes:
       expect(new Set(otlp.contentTypes())).toEqual(new Set(["application/x-protobuf"]));
     } finally {
       await tracing.shutdown();
-      executor.stop(true);
-      receiver.stop(true);
+      stop();
     }
   });
 

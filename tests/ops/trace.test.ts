@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readStream } from "../../shared/bus/stream-reader.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub } from "../helpers/hub.ts";
+import { traceparentRecorders } from "../helpers/otlp.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -9,23 +10,7 @@ const TOKEN = "trace-token-0123456789abcdef";
 
 describe("W3C trace context", () => {
   test("POST /run's traceparent reaches every event, the executor task, the callback and the logs", async () => {
-    const seen = { task: "", callback: "" };
-    const executor = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch(req) {
-        seen.task = req.headers.get("traceparent") ?? "(none)";
-        return Response.json({ ok: true });
-      },
-    });
-    const receiver = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch(req) {
-        seen.callback = req.headers.get("traceparent") ?? "(none)";
-        return new Response(null, { status: 204 });
-      },
-    });
+    const { seen, executor, receiver, stop } = traceparentRecorders({ ok: true });
     try {
       await using hub = await startHub({
         clients: [
@@ -85,8 +70,7 @@ routes:
       expect(lines.length).toBeGreaterThan(0);
       for (const line of lines) expect(line).toContain(`"trace_id":"${traceId}"`);
     } finally {
-      executor.stop(true);
-      receiver.stop(true);
+      stop();
     }
   });
 });
