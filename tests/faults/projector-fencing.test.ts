@@ -133,7 +133,16 @@ async function freezeResumeLeadAgain({ nc, procs, stale, next, moreLoad }: Phase
       "the once-stale projector to take the lease again",
       () => since(procs, stale, leadOffset).includes(LEASE_ACQUIRED),
       { timeoutMs: 15_000 },
-    );
+    ).catch(async (err: unknown) => {
+      // What a failure needs: who holds the lease now, and what the once-stale process did.
+      const entry = await (await new Kvm(nc).open(LEASE_BUCKET)).get("projector");
+      const holder =
+        entry?.operation === "PUT" ? entry.string() : `(${entry?.operation ?? "none"})`;
+      const tail = procs.output(stale).slice(staleOffset).split("\n").slice(-40).join("\n");
+      throw new Error(
+        `${(err as Error).message}\nlease now: ${holder}; ${stale} is pid ${stalePid}\n${stale} since it resumed:\n${tail}`,
+      );
+    });
     await moreLoad("load folded by the once-stale projector", 300);
   } finally {
     if (!resumed) process.kill(stalePid, "SIGCONT");
