@@ -171,8 +171,21 @@ export function createProjector(deps: ProjectorDeps): Projector {
     queue = queue.slice(batch.length);
     space?.();
     const touched = take(batch);
-    // Fold every touched job (loading its view once); then write the due ones.
-    await Promise.all([...touched].map((entry) => foldHeld(entry, heldDeps)));
+    // Fold every touched job (loading its view once); then write the due ones. A view that cannot
+    // be read now (a request timed out, NATS away) stays held unfolded: its write below reads it
+    // again, under the write's own retry. Unhandled, the rejection ended the whole process (Bun
+    // exits on one): a leader paused past a request's timeout died on waking.
+    await Promise.all(
+      [...touched].map((entry) =>
+        foldHeld(entry, heldDeps).catch((err: unknown) => {
+          entry.folded = undefined;
+          logger.warn(
+            { key: entry.key, err: (err as Error).message },
+            "view read failed; retrying",
+          );
+        }),
+      ),
+    );
     // Fenced: while the lease is not held, nothing is written or acknowledged and the work stays
     // held. A lease really lost stands this process down (halt drops it all, the new holder
     // refolds from the ack floor); a renewal that was only late (seen on R3 under load) lets the
@@ -228,6 +241,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
     wake = undefined;
   };
 
+  let roundFailures = 0;
   const loop = async () => {
     while (running || queue.length > 0 || held.size > 0) {
       const first = oldest();
@@ -236,7 +250,16 @@ export function createProjector(deps: ProjectorDeps): Projector {
         await idle();
         continue;
       }
-      await round();
+      try {
+        await round();
+        roundFailures = 0;
+      } catch (err) {
+        // Whatever a round throws, the loop goes on (held work stays held, nothing is acked);
+        // a loop that ended left the process holding the lease and folding nothing.
+        roundFailures++;
+        logger.error({ durable, err: (err as Error).message }, "projector round failed; retrying");
+        await Bun.sleep(Math.min(50 * 2 ** roundFailures, 2_000));
+      }
     }
   };
 
