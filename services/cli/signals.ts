@@ -56,11 +56,12 @@ export function trapSignals(deps: SignalTrapDeps): SignalTrap {
     stopSignal = signal;
     const phase = targets ? "" : " (during start-up: once the services run)";
     logger.info({ signal }, `shutting down: intake stopped, finishing in-flight work${phase}`);
-    const timer = setTimeout(() => {
+    // Not unref'd: a stop stuck on a promise nothing will settle would otherwise let the process
+    // end without saying so.
+    setTimeout(() => {
       logger.error("shutdown took too long; exiting");
       exit(1);
     }, deps.shutdownTimeoutMs);
-    timer.unref();
     if (targets) carryOutStop(targets);
   };
   const onReload = () => {
