@@ -17,6 +17,7 @@ import {
   isSettledView,
   readJobHistory,
 } from "../../shared/jobs/index.ts";
+import { retryWhile } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
   type CountDelta,
@@ -327,7 +328,9 @@ export function createIndexer(deps: IndexerDeps): Indexer {
             gap,
             "another process took deliveries of the index's durable; taking it again from the index's position",
           );
-          retaking = retaking.then(retake);
+          retaking = retaking.then(retake).catch((err: unknown) => {
+            logger.error({ err: (err as Error).message }, "indexer retake failed");
+          });
           break;
         }
         queue.push(msg);
@@ -356,11 +359,18 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     await messages?.close();
     wake?.();
     await loopDone;
-    if (stopped) return;
     queue = [];
     held.clear();
     delivered = [];
-    await consumeFromPosition();
+    await retryWhile({
+      step: consumeFromPosition,
+      keepTrying: () => !stopped,
+      onError: (err, retryMs) =>
+        logger.error(
+          { err: err.message, retry_ms: retryMs },
+          "indexer could not take its durable again; retrying",
+        ),
+    });
   };
   let retaking: Promise<void> = Promise.resolve();
   let stopped = false;

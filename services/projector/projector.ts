@@ -16,7 +16,7 @@ import {
 } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { isSettledView } from "../../shared/jobs/index.ts";
-import type { Lease } from "../../shared/lease/index.ts";
+import { type Lease, retryWhile } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { AckFloor } from "./ack-floor.ts";
@@ -296,7 +296,9 @@ export function createProjector(deps: ProjectorDeps): Projector {
             { durable, ...gap },
             "another process took deliveries of the projector's durable; taking it again from its ack floor",
           );
-          void serially(retake);
+          void serially(retake).catch((err: unknown) => {
+            logger.error({ durable, err: (err as Error).message }, "projector retake failed");
+          });
           break;
         }
         queue.push(msg);
@@ -339,16 +341,27 @@ export function createProjector(deps: ProjectorDeps): Projector {
    */
   const retake = async () => {
     await halt(false);
-    if (deps.lease === undefined || deps.lease.holding()) await consumeFromFloor();
+    await retryWhile({
+      step: consumeFromFloor,
+      keepTrying: () => !stopped && leading(),
+      onError: (err, retryMs) =>
+        logger.error(
+          { durable, err: err.message, retry_ms: retryMs },
+          "projector could not take its durable again; retrying",
+        ),
+    });
   };
 
-  /** Lease steps and retakes run one at a time. */
+  /**
+   * Lease steps and retakes run one at a time. Each step's own promise rejects with its error
+   * (a failed lead releases the lease); the chain goes on regardless.
+   */
   let transition: Promise<void> = Promise.resolve();
+  let stopped = false;
   const serially = (step: () => Promise<void>): Promise<void> => {
-    transition = transition.then(step).catch((err: unknown) => {
-      logger.error({ durable, err: (err as Error).message }, "projector could not (re)start");
-    });
-    return transition;
+    const run = transition.then(step);
+    transition = run.catch(() => undefined);
+    return run;
   };
 
   return {
@@ -361,6 +374,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       if (!deps.lease.holding()) logger.info({ durable }, "projector standing by");
     },
     async stop() {
+      stopped = true;
       await halt(true);
       await deps.lease?.stop();
     },

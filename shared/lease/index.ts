@@ -2,6 +2,8 @@ import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../log/index.ts";
 
+export { retryWhile } from "./retry.ts";
+
 /** KV bucket of leases: every entry expires (max_age) unless its holder renews it. */
 export const LEASE_BUCKET = "sy_leases";
 /** A lease not renewed for this long is gone; the next candidate takes it. */
@@ -13,9 +15,18 @@ const RENEW_EVERY_MS = 1_000;
  * cheap KV call), and only standbys do it.
  */
 const CANDIDATE_EVERY_MS = 250;
+/**
+ * A process whose work could not start (lead() rejected: a JetStream request timed out, say)
+ * releases the lease and sits out this long, so that a standby takes it first.
+ */
+export const SIT_OUT_AFTER_FAILED_LEAD_MS = 2_000;
 
 export interface LeaseHandlers {
-  /** This process now holds the lease: start the work only one process may do. */
+  /**
+   * This process now holds the lease: start the work only one process may do. A rejection
+   * releases the lease (after standDown, to undo what had started), and this process competes
+   * again later: holding the lease with the work not running would stop it everywhere.
+   */
   lead(): Promise<void>;
   /** It no longer holds it (lost, expired, or stopping): stop that work at once. */
   standDown(): Promise<void>;
@@ -65,6 +76,7 @@ export function createLease(deps: {
   let handlers: LeaseHandlers | undefined;
   let leading = false;
   let busy: Promise<void> = Promise.resolve();
+  let competeAfter = 0;
   const value = () => JSON.stringify({ holder: deps.holder, renewed_at: new Date().toISOString() });
   const holding = () => leading && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
 
@@ -74,6 +86,24 @@ export function createLease(deps: {
     revision = 0;
     deps.logger.warn({ lease: deps.key, why }, "lease lost; standing down");
     await handlers?.standDown();
+  };
+
+  const release = async () => {
+    await deps.kv.delete(deps.key, { previousSeq: revision }).catch(() => undefined);
+    revision = 0;
+  };
+
+  const leadFailed = async (why: string) => {
+    deps.logger.error(
+      { lease: deps.key, err: why, retry_ms: SIT_OUT_AFTER_FAILED_LEAD_MS },
+      "could not start the lease's work; releasing the lease",
+    );
+    leading = false;
+    competeAfter = Date.now() + SIT_OUT_AFTER_FAILED_LEAD_MS;
+    await handlers?.standDown().catch((err: unknown) => {
+      deps.logger.error({ lease: deps.key, err: (err as Error).message }, "stand-down failed");
+    });
+    await release();
   };
 
   const tick = async () => {
@@ -87,6 +117,7 @@ export function createLease(deps: {
       if (leading && !holding()) await lose("not renewed in time");
       return;
     }
+    if (Date.now() < competeAfter) return;
     try {
       revision = await deps.kv.create(deps.key, value());
     } catch {
@@ -95,7 +126,11 @@ export function createLease(deps: {
     renewedAt = Date.now();
     leading = true;
     deps.logger.info({ lease: deps.key, holder: deps.holder }, "lease acquired");
-    await handlers?.lead();
+    try {
+      await handlers?.lead();
+    } catch (err) {
+      await leadFailed((err as Error).message);
+    }
   };
 
   const serialised = () => {
@@ -127,7 +162,7 @@ export function createLease(deps: {
       leading = false;
       await handlers?.standDown();
       // Released at once: a standby takes over without waiting for the expiry.
-      await deps.kv.delete(deps.key, { previousSeq: revision }).catch(() => undefined);
+      await release();
     },
   };
 }

@@ -1,6 +1,11 @@
 import { expect, test } from "bun:test";
 import { connect } from "@nats-io/transport-node";
-import { createLease, LEASE_TTL_MS, openLeaseBucket } from "../../shared/lease/index.ts";
+import {
+  createLease,
+  LEASE_TTL_MS,
+  openLeaseBucket,
+  SIT_OUT_AFTER_FAILED_LEAD_MS,
+} from "../../shared/lease/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -52,4 +57,30 @@ test("a holder that vanishes is replaced after the TTL, never two at once", asyn
   expect(a.lease.holding()).toBe(false);
   await a.lease.stop();
   await b.lease.stop();
+});
+
+test("work that cannot start: stood down, released, and competed for again after the sit-out", async () => {
+  await using nats = await startNats();
+  const kv = await openLeaseBucket(nats.nc, { replicas: 1 });
+  const events: string[] = [];
+  let failures = 1;
+  const a = createLease({ kv, key: "work", holder: "a", logger: captureLogger().logger });
+  await a.start({
+    lead: async () => {
+      events.push("lead");
+      if (failures-- > 0) throw new Error("TIMEOUT");
+    },
+    standDown: async () => void events.push("standDown"),
+  });
+  expect(a.holding()).toBe(false);
+  expect(events).toEqual(["lead", "standDown"]);
+  const b = candidate("b", kv);
+  await b.started;
+  expect(b.lease.holding()).toBe(true); // released: taken on the first try, no expiry waited for
+  await b.lease.stop();
+  await waitFor("a to lead again", () => a.holding(), {
+    timeoutMs: SIT_OUT_AFTER_FAILED_LEAD_MS + 2_000,
+  });
+  expect(events).toEqual(["lead", "standDown", "lead"]);
+  await a.stop();
 });
