@@ -296,9 +296,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
             { durable, ...gap },
             "another process took deliveries of the projector's durable; taking it again from its ack floor",
           );
-          void serially(retake).catch((err: unknown) => {
-            logger.error({ durable, err: (err as Error).message }, "projector retake failed");
-          });
+          retakeInTurn();
           break;
         }
         queue.push(msg);
@@ -313,7 +311,12 @@ export function createProjector(deps: ProjectorDeps): Projector {
           space = undefined;
         }
       }
-    })();
+    })().catch((err: unknown) => {
+      // The iterator threw (its connection closed under it): nothing more would come while this
+      // process keeps the lease, so it takes the durable again unless it is stopping.
+      logger.error({ durable, err: (err as Error).message }, "projector consumer ended");
+      if (running && !stopped) retakeInTurn();
+    });
     logger.info({ durable, linger_ms: lingerMs, from_seq: fromSeq }, "projector started");
   };
 
@@ -349,6 +352,12 @@ export function createProjector(deps: ProjectorDeps): Projector {
           { durable, err: err.message, retry_ms: retryMs },
           "projector could not take its durable again; retrying",
         ),
+    });
+  };
+
+  const retakeInTurn = () => {
+    serially(retake).catch((err: unknown) => {
+      logger.error({ durable, err: (err as Error).message }, "projector retake failed");
     });
   };
 
