@@ -12,7 +12,8 @@
  * Env: BENCH_DURATION (s, default 20), BENCH_E2E_JOBS (default 50000), BENCH_RATE (default 500),
  * BENCH_CONNECTIONS (default 64), BENCH_PATH_JOBS (jobs per path in `paths`, default 1000), BENCH_IDLE_SEC (quiet window for idle CPU, default
  * 60), BENCH_DRAIN_TIMEOUT (s, default 600), BENCH_INDEX_E2E_JOBS (closed-loop jobs of
- * the index scenario's with/without comparison, default 20000), BENCH_INDEX_JOBS (jobs indexed for
+ * each loop of the index scenario's with/without comparison, default 20000), BENCH_INDEX_PAIRS
+ * (its on/off pairs of loops, default 3), BENCH_INDEX_JOBS (jobs indexed for
  * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, pg,
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
@@ -398,6 +399,7 @@ async function main() {
     indexFigures = await indexScenario(ctx, {
       natsUrl: hub.natsUrl,
       jobs: Number(env.BENCH_INDEX_E2E_JOBS ?? 20_000),
+      pairs: Number(env.BENCH_INDEX_PAIRS ?? 3),
       queryJobs: Number(env.BENCH_INDEX_JOBS ?? 1_000_000),
       restartProjector: async (enabled) => {
         procs.trackPid("projector", await hub.restartProjector(enabled));
