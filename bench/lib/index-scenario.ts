@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import type { E2eResult, E2eSpec } from "../e2e.ts";
-import { ROOT, readResultLine, round, spawnChild } from "./common.ts";
+import { percentile, ROOT, readResultLine, round, spawnChild } from "./common.ts";
 import { drainHub } from "./drain.ts";
 import { e2e, HUB_PROCS, measurePhase, systemCpuSec } from "./phase.ts";
 import type { BenchContext } from "./scenarios.ts";
@@ -109,14 +109,6 @@ async function closedLoop(ctx: BenchContext, label: string, jobs: number) {
   };
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] ?? Number.NaN)
-    : ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2;
-}
-
 /** One pair's ratios. */
 export function pairRatios(on: LoopFigures, off: LoopFigures): PairFigures {
   const without = Math.max(1, off.cpuPerJobUs);
@@ -160,6 +152,11 @@ export async function indexScenario(
   // 35% more than the third (1.35 against 1.06 after the e2e scenario had warmed the hub).
   await closedLoop(ctx, "warm-up", Math.min(deps.jobs, 5_000));
   const pairs: PairFigures[] = [];
+  const median = (values: number[]) =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      50,
+    );
   for (let n = 1; n <= deps.pairs; n++) {
     if (n > 1) {
       // Back on: the indexer recreates its durable at its own position and catches up.

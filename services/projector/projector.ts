@@ -242,6 +242,8 @@ export function createProjector(deps: ProjectorDeps): Projector {
   };
 
   let roundFailures = 0;
+  /** stop() was called: nothing is taken again after it. */
+  let stopped = false;
   const loop = async () => {
     while (running || queue.length > 0 || held.size > 0) {
       const first = oldest();
@@ -366,7 +368,6 @@ export function createProjector(deps: ProjectorDeps): Projector {
    * (a failed lead releases the lease); the chain goes on regardless.
    */
   let transition: Promise<void> = Promise.resolve();
-  let stopped = false;
   const serially = (step: () => Promise<void>): Promise<void> => {
     const run = transition.then(step);
     transition = run.catch(() => undefined);
