@@ -17,18 +17,33 @@ export const WORK_STREAMS = [
 /** Streams the hub owns: its own and its KV buckets' and object stores'. */
 const HUB_STREAM = /^(SWITCHYARD_|KV_sy_|OBJ_sy_)/;
 
+/** A scrape waits this long for JetStream, then is answered with the gauges it already has. */
+const READ_TIMEOUT_MS = 3_000;
+
+export interface ConsumerStats {
+  /**
+   * Reads JetStream into the gauges, for a scrape: one read at a time, shared by the scrapes that
+   * arrive while it runs. Never rejects; a read that takes longer than the timeout (3 s) leaves
+   * the scrape with the last values (the read goes on and updates them).
+   */
+  refresh(): Promise<void>;
+}
+
 /**
- * Polls JetStream into gauges: every durable consumer of the work streams (pending, ack pending,
- * redelivered), the size and limits of every hub stream, the projector's lag in events and in
- * seconds (the age of the first event it has not acknowledged), and the search index's lag in
- * events. One stream list and one consumer list per work stream per poll.
+ * Reads JetStream into gauges when /metrics is scraped: every durable consumer of the work
+ * streams (pending, ack pending, redelivered), the size and limits of every hub stream, the
+ * projector's lag in events and in seconds (the age of the first event it has not acknowledged),
+ * and the search index's lag in events. One stream list and one consumer list per work stream per
+ * read. At scrape, not on a timer: an idle hub nobody scrapes makes no JetStream API calls (a
+ * 15 s timer in every process was most of an idle process's NATS traffic), and a scrape sees
+ * values read for it.
  */
-export function startConsumerStats(deps: {
+export function createConsumerStats(deps: {
   jsm: JetStreamManager;
   metrics: HubMetrics;
   logger: Logger;
-  intervalMs: number;
-}): { stop(): Promise<void>; poll(): Promise<void> } {
+  readTimeoutMs?: number;
+}): ConsumerStats {
   const { metrics } = deps;
 
   const streams = async () => {
@@ -83,13 +98,17 @@ export function startConsumerStats(deps: {
       deps.logger.debug({ err: (err as Error).message }, "stream stats unavailable");
     }
   };
-  // Once at start, so the gauges exist before the first interval has passed.
-  void poll();
-  const timer = setInterval(() => void poll(), deps.intervalMs);
+  let reading: Promise<void> | undefined;
   return {
-    poll,
-    async stop() {
-      clearInterval(timer);
+    async refresh() {
+      reading ??= poll().finally(() => {
+        reading = undefined;
+      });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, deps.readTimeoutMs ?? READ_TIMEOUT_MS);
+      });
+      await Promise.race([reading, late]).finally(() => clearTimeout(timer));
     },
   };
 }

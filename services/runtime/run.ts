@@ -18,7 +18,7 @@ import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { RunningIngress } from "../ingress/index.ts";
 import { startAdminServer } from "./admin.ts";
-import { startConsumerStats } from "./consumer-stats.ts";
+import { createConsumerStats } from "./consumer-stats.ts";
 import { checkAnswerCaps } from "./limits.ts";
 import { createReloader, type ReloadOutcome } from "./reload.ts";
 import { startSearchIndex } from "./search-index.ts";
@@ -119,8 +119,6 @@ export async function startServices(
     ...(ingress ? { afterCredentials: ingress.reloadCredentials } : {}),
     logger,
   });
-  const stats = startConsumerStats({ jsm: hub.jsm, metrics, logger, intervalMs: 15_000 });
-  stoppables.push({ name: "consumer stats", stop: stats.stop });
   return {
     hub,
     metrics,
@@ -171,11 +169,15 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     stoppables.push({ name: "ingress", stop: ingress.stop });
   }
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
+  const stats = createConsumerStats({ jsm: hub.jsm, metrics, logger });
   const admin = startAdminServer({
     host: config.admin.host,
     port: config.admin.port,
     ready: ctx.ready,
-    metrics: metrics.expose,
+    metrics: async () => {
+      await stats.refresh();
+      return metrics.expose();
+    },
     logger,
   });
   stoppables.push({ name: "admin", stop: admin.stop });

@@ -8,8 +8,6 @@ import {
   PROMETHEUS_RULE_FILE,
   RULES_FILE,
 } from "../../scripts/monitoring.ts";
-import { startConsumerStats } from "../../services/runtime/consumer-stats.ts";
-import { createLogger } from "../../shared/log/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { scrapeHub } from "../helpers/prom.ts";
@@ -201,14 +199,6 @@ routes:
           (await scrapeHub(hub)).text.includes("switchyard_callback_completion_seconds_count"),
         { timeoutMs: 15_000 },
       );
-      const stats = startConsumerStats({
-        jsm: hub.running.hub.jsm,
-        metrics: hub.running.metrics,
-        logger: createLogger({ level: "silent", service: "test" }),
-        intervalMs: 3_600_000,
-      });
-      await stats.poll();
-      await stats.stop();
       checkNamesAndLabels((await scrapeHub(hub)).families);
     } finally {
       executor.stop(true);

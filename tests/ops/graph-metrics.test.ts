@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { startConsumerStats } from "../../services/runtime/consumer-stats.ts";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { createConsumerStats } from "../../services/runtime/consumer-stats.ts";
 import { createLogger } from "../../shared/log/index.ts";
+import { createMetrics } from "../../shared/metrics/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { taskConsumerName } from "../../shared/worker/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
@@ -28,18 +30,6 @@ routes:
 `;
 const EVENTS_MAX_BYTES = 64 * 1024 * 1024;
 const silent = createLogger({ level: "silent", service: "test" });
-
-/** Polls JetStream into the hub's registry once, as the 15 s timer of every process does. */
-async function pollStats(hub: TestHub): Promise<void> {
-  const stats = startConsumerStats({
-    jsm: hub.running.hub.jsm,
-    metrics: hub.running.metrics,
-    logger: silent,
-    intervalMs: 3_600_000,
-  });
-  await stats.poll();
-  await stats.stop();
-}
 
 async function submit(hub: TestHub, body: Record<string, unknown>): Promise<string> {
   const res = await hub.run(body, TOKEN);
@@ -104,7 +94,7 @@ describe("metrics worth graphing", () => {
         expect(sampleValue(families, "switchyard_service_info", { service })).toBe(1);
       }
 
-      await pollStats(hub);
+      // The scrape itself reads the consumers and streams (no timer fills these gauges).
       const { families: stats } = await scrapeHub(hub);
       const consumers = (stats.get("switchyard_consumer_pending")?.samples ?? []).map(
         (s) => `${s.labels.stream}/${s.labels.consumer}`,
@@ -169,7 +159,6 @@ describe("metrics worth graphing", () => {
     await submit(ingressOnly, { request_id: "lag-1", route: "g.echo", input: "x" });
     await submit(ingressOnly, { request_id: "lag-2", route: "g.echo", input: "y" });
     await Bun.sleep(300);
-    await pollStats(ingressOnly);
     const { families } = await scrapeHub(ingressOnly);
     expect(sampleValue(families, "switchyard_projector_lag_events")).toBe(2);
     const seconds = sampleValue(families, "switchyard_projector_lag_seconds") ?? 0;
@@ -179,5 +168,43 @@ describe("metrics worth graphing", () => {
     expect(sampleValue(families, "switchyard_service_info", { service: "projector" })).toBe(
       undefined,
     );
+  });
+
+  test("scrapes that arrive together share one JetStream read, and one that hangs leaves them the last values", async () => {
+    let lists = 0;
+    let release = () => {};
+    const hung = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const jsm = {
+      streams: {
+        list: () => {
+          lists += 1;
+          // An iterator whose first step waits for the release: a read that hangs.
+          return {
+            [Symbol.asyncIterator]: () => ({
+              next: () => hung.then(() => ({ done: true, value: undefined })),
+            }),
+          };
+        },
+      },
+      consumers: { list: () => [] },
+    } as unknown as JetStreamManager;
+    const stats = createConsumerStats({
+      jsm,
+      metrics: createMetrics({ defaultMetrics: false }),
+      logger: silent,
+      readTimeoutMs: 50,
+    });
+    // Resolving at all proves the timeout: the read never ends until released.
+    await Promise.all([stats.refresh(), stats.refresh(), stats.refresh()]);
+    expect(lists).toBe(1);
+    await stats.refresh();
+    expect(lists).toBe(1);
+    release();
+    await waitFor("a new read after the hung one ended", async () => {
+      await stats.refresh();
+      return lists === 2;
+    });
   });
 });
