@@ -45,13 +45,13 @@ export function openSqliteIndex(path: string): IndexStore {
   // the index is rebuilt from the stream anyway, and it re-reads from its stored position.
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA busy_timeout = 5000");
-  // The indexes of a large index do not fit SQLite's default 2 MB page cache: every insert then
-  // reads pages back through the OS. 16 MiB holds the hot ends of the b-trees (new rows land at
-  // one end); the rest comes from the OS page cache. 64 MiB plus a 256 MiB map made 52 MB of the
-  // projector process's 246 MB RSS peak in the e2e bench (the cache is heap, the map's pages count
-  // in the service's memory); without them 1,000,000 jobs still fill at 21,600 rows/s and every
-  // query's p99 stays under 6 ms (npm run bench -- index, 2026-11-25).
-  db.exec("PRAGMA cache_size = -16384");
+  // The page cache stays near SQLite's default (2 MiB): new rows land at one end of each b-tree,
+  // and the other pages an insert touches come back from the OS page cache at little cost. With
+  // 1,000,000 rows indexed, a 16 MiB cache cost the same CPU per written row as 2 MiB (31.5 and
+  // 30.7 µs, bench/index-write.ts, 2026-11-25), and 22–27 MB more of the projector's RSS peak
+  // in the e2e bench (the cache, and the allocator's pages around it). A 64 MiB cache with a
+  // 256 MiB map had made 52 MB of a 246 MB peak.
+  db.exec("PRAGMA cache_size = -2048");
   db.exec("PRAGMA temp_store = MEMORY");
   // A checkpoint every 10,000 pages (40 MB of WAL) instead of 1,000: each one copies the pages
   // back and syncs the file, and most pages a round dirties (the random ends of the primary key)
