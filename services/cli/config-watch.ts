@@ -1,4 +1,4 @@
-import { type StatWatcher, unwatchFile, watchFile } from "node:fs";
+import { type StatWatcher, statSync, unwatchFile, watchFile } from "node:fs";
 import { type Config, ConfigError } from "../../shared/config/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
@@ -14,6 +14,28 @@ export interface ConfigWatchDeps {
   readonly intervalMs?: number;
 }
 
+/** What a file was when the configuration was read: compared again when the watch starts. */
+export interface FileStamp {
+  readonly mtimeMs: number;
+  readonly ino: number;
+}
+
+/** The files as they are now (a missing one as null), taken right after the configuration loads. */
+export function stampFiles(paths: readonly string[]): ReadonlyMap<string, FileStamp | null> {
+  const stamps = new Map<string, FileStamp | null>();
+  for (const path of paths) stamps.set(path, stampOf(path));
+  return stamps;
+}
+
+function stampOf(path: string): FileStamp | null {
+  try {
+    const { mtimeMs, ino } = statSync(path);
+    return { mtimeMs, ino };
+  } catch {
+    return null;
+  }
+}
+
 export interface ConfigWatch {
   /** Loads and applies now (what SIGHUP does). Never throws: a bad file is logged and ignored. */
   reload(reason: string): Promise<void>;
@@ -25,8 +47,15 @@ export interface ConfigWatch {
  * config file or a secret file it references changes. Polling stat instead of inotify follows the
  * symlink swaps Kubernetes uses to update mounted ConfigMaps and Secrets. An invalid file changes
  * nothing: the running configuration stays, and every problem is logged with its key.
+ *
+ * The watch starts once the services run, which can be many seconds after the files were read
+ * (waiting for NATS, say). `stamps` are the files as they were read: one that differs now is
+ * reloaded at once, so a change made during start-up is not left for the next change or SIGHUP.
  */
-export function watchConfig(deps: ConfigWatchDeps, initialFiles: readonly string[]): ConfigWatch {
+export function watchConfig(
+  deps: ConfigWatchDeps,
+  stamps: ReadonlyMap<string, FileStamp | null>,
+): ConfigWatch {
   const interval = deps.intervalMs ?? 2_000;
   const watched = new Map<string, StatWatcher>();
   let chain: Promise<void> = Promise.resolve();
@@ -72,7 +101,11 @@ export function watchConfig(deps: ConfigWatchDeps, initialFiles: readonly string
     return chain;
   };
 
-  follow(initialFiles);
+  const sameStamp = (a: FileStamp | null, b: FileStamp | null) =>
+    a === b || (a !== null && b !== null && a.mtimeMs === b.mtimeMs && a.ino === b.ino);
+  const changed = [...stamps].find(([path, stamp]) => !sameStamp(stamp, stampOf(path)));
+  follow([...stamps.keys()]);
+  if (changed) void reload(`${changed[0]} changed during start-up`);
   return {
     reload,
     stop() {

@@ -12,7 +12,7 @@ import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index
 import { createTracing } from "../../shared/telemetry/index.ts";
 import { demoConfig } from "../runtime/demo.ts";
 import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
-import { watchConfig } from "./config-watch.ts";
+import { type FileStamp, stampFiles, watchConfig } from "./config-watch.ts";
 import { configPath, DATA_DIR, type Env, loadConfig } from "./connect.ts";
 import { type DataDirLock, lockDataDir, orphanedServer, processAlive } from "./data-dir.ts";
 import { type SignalTrap, trapSignals } from "./signals.ts";
@@ -44,7 +44,8 @@ interface Lifecycle {
   readonly running: RunningHub;
   /** Whether a config file exists to reload. */
   readonly hasConfigFile: boolean;
-  readonly initialFiles: readonly string[];
+  /** The config file and the files it references, as they were when the config was read. */
+  readonly stamps: ReadonlyMap<string, FileStamp | null>;
   /** After the services stopped (the embedded server, the data directory lock). */
   readonly afterStop?: () => Promise<void>;
 }
@@ -60,7 +61,7 @@ function attachLifecycle(trap: SignalTrap, life: Lifecycle): void {
           apply: running.reload,
           logger,
         },
-        life.initialFiles,
+        life.stamps,
       )
     : undefined;
   trap.attach({
@@ -122,6 +123,7 @@ function demoBanner(
 export async function up(env: Env, stdout: (text: string) => void): Promise<void> {
   const files: string[] = [];
   let config = await loadConfig(env, false, (paths) => files.push(...paths));
+  const stamps = stampFiles([configPath(env), ...files]);
   const logger = createLogger({ level: logLevel(env, config), service: "switchyard" });
   const trap = trapStopAndReload(logger);
   const dataDir = resolve(DATA_DIR);
@@ -177,7 +179,7 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
       env,
       running,
       hasConfigFile: config !== undefined,
-      initialFiles: files,
+      stamps,
       afterStop: cleanUp,
     });
   } catch (err) {
@@ -190,6 +192,7 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
 export async function serve(name: ServiceName, env: Env): Promise<void> {
   const files: string[] = [];
   const config = (await loadConfig(env, true, (paths) => files.push(...paths))) as Config;
+  const stamps = stampFiles([configPath(env), ...files]);
   const logger = createLogger({ level: logLevel(env, config), service: name });
   const trap = trapStopAndReload(logger);
   const tracing = await createTracing({ env, defaultServiceName: `switchyard-${name}`, logger });
@@ -206,7 +209,7 @@ export async function serve(name: ServiceName, env: Env): Promise<void> {
     env,
     running,
     hasConfigFile: true,
-    initialFiles: files,
+    stamps,
     afterStop: () => tracing.shutdown(),
   });
 }
