@@ -6,8 +6,9 @@ import type {
 } from "@nats-io/jetstream";
 import {
   decodeEvent,
-  deliveryGapDetector,
+  type OwnedDurablePump,
   PoisonMessageError,
+  pumpOwnedDurable,
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { JobView } from "../../shared/domain/index.ts";
@@ -100,7 +101,8 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   /** This indexer's epoch (store.claim): a newer indexer fences this one's writes. */
   let owner = 0;
   let wake: (() => void) | undefined;
-  let space: (() => void) | undefined;
+  /** Takes the durable's messages into the queue (and waits while it is full). */
+  let pump: OwnedDurablePump | undefined;
   let loopDone: Promise<void> = Promise.resolve();
 
   const take = (batch: JsMsg[]) => {
@@ -189,7 +191,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const round = async () => {
     const batch = queue.slice(0, maxBatch);
     queue = queue.slice(batch.length);
-    space?.();
+    pump?.roomMade();
     take(batch);
     const jobs = [...held.values()];
     await prepare(jobs);
@@ -317,33 +319,28 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     messages = stream;
     running = true;
     loopDone = loop();
-    const gapOf = deliveryGapDetector();
-    void (async () => {
-      for await (const msg of stream) {
-        const gap = gapOf(msg);
-        if (gap !== undefined) {
-          // A paused indexer woke past its lease and pulled from this durable: what it took
-          // would be skipped by this one's position. Its writes are fenced by the claim.
-          logger.warn(
-            gap,
-            "another process took deliveries of the index's durable; taking it again from the index's position",
-          );
-          retaking = retaking.then(retake).catch((err: unknown) => {
-            logger.error({ err: (err as Error).message }, "indexer retake failed");
-          });
-          break;
-        }
+    const started = pumpOwnedDurable({
+      messages: stream,
+      running: () => running,
+      push: (msg) => {
         queue.push(msg);
         wake?.();
-        // Backpressure, as in the projector: a full queue stops the pulls.
-        while (queue.length >= maxBatch * 4 && running) {
-          await new Promise<void>((resolve) => {
-            space = resolve;
-          });
-          space = undefined;
-        }
-      }
-    })().catch((err: unknown) => {
+      },
+      full: () => queue.length >= maxBatch * 4,
+      onGap: (gap) => {
+        // A paused indexer woke past its lease and pulled from this durable: what it took
+        // would be skipped by this one's position. Its writes are fenced by the claim.
+        logger.warn(
+          gap,
+          "another process took deliveries of the index's durable; taking it again from the index's position",
+        );
+        retaking = retaking.then(retake).catch((err: unknown) => {
+          logger.error({ err: (err as Error).message }, "indexer retake failed");
+        });
+      },
+    });
+    pump = started;
+    started.done.catch((err: unknown) => {
       // The connection closed under it: nothing more comes; what was not committed comes again
       // to the next indexer, from the index's position.
       logger.error({ err: (err as Error).message }, "index consumer ended");
@@ -355,7 +352,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   /** Drops what it holds (it comes again) and consumes again from the index's position. */
   const retake = async () => {
     running = false;
-    space?.();
+    pump?.roomMade();
     await messages?.close();
     wake?.();
     await loopDone;
@@ -406,7 +403,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       stopped = true;
       await retaking;
       running = false;
-      space?.();
+      pump?.roomMade();
       await messages?.close();
       wake?.();
       await loopDone;

@@ -7,9 +7,10 @@ import type {
 import type { KV } from "@nats-io/kv";
 import {
   decodeEvent,
-  deliveryGapDetector,
   jobViewKey,
+  type OwnedDurablePump,
   PoisonMessageError,
+  pumpOwnedDurable,
   recreateDurableFromFloor,
   subjectFilters,
   TOPOLOGY,
@@ -94,8 +95,8 @@ export function createProjector(deps: ProjectorDeps): Projector {
   let messages: ConsumerMessages | undefined;
   let queue: JsMsg[] = [];
   let wake: (() => void) | undefined;
-  /** Resolves the consumer pump's wait when the loop has taken a batch off a full queue. */
-  let space: (() => void) | undefined;
+  /** Takes the durable's messages into the queue (and waits while it is full). */
+  let pump: OwnedDurablePump | undefined;
   const maxQueued = maxBatch * 4;
   let running = false;
   let applied = 0;
@@ -177,7 +178,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
   const round = async () => {
     const batch = queue.slice(0, maxBatch);
     queue = queue.slice(batch.length);
-    space?.();
+    pump?.roomMade();
     const touched = take(batch);
     // Fold every touched job (loading its view once); then write the due ones. A view that cannot
     // be read now (a request timed out, NATS away) stays held unfolded: its write below reads it
@@ -299,35 +300,29 @@ export function createProjector(deps: ProjectorDeps): Projector {
     messages = stream;
     running = true;
     loopDone = loop();
-    const gapOf = deliveryGapDetector();
-    void (async () => {
-      for await (const msg of stream) {
-        // A holder whose lease lapsed (paused past it, or a renewal running late) takes nothing
-        // more until the lease is renewed or the holder stands down.
+    const started = pumpOwnedDurable({
+      messages: stream,
+      running: () => running,
+      // A holder whose lease lapsed (paused past it, or a renewal running late) takes nothing
+      // more until the lease is renewed or the holder stands down.
+      beforeEach: async () => {
         while (!leading() && running) await Bun.sleep(FENCED_PAUSE_MS);
-        if (!running) break;
-        const gap = gapOf(msg);
-        if (gap !== undefined) {
-          logger.warn(
-            { durable, ...gap },
-            "another process took deliveries of the projector's durable; taking it again from its ack floor",
-          );
-          retakeInTurn();
-          break;
-        }
+      },
+      push: (msg) => {
         queue.push(msg);
         wake?.();
-        // Backpressure: while the queue is full, stop taking from the consumer, so nats.js stops
-        // pulling. Unbounded, the queue held 16k messages behind a burst (the projector's RSS
-        // peak), each one's ack wait running.
-        while (queue.length >= maxQueued && running) {
-          await new Promise<void>((resolve) => {
-            space = resolve;
-          });
-          space = undefined;
-        }
-      }
-    })().catch((err: unknown) => {
+      },
+      full: () => queue.length >= maxQueued,
+      onGap: (gap) => {
+        logger.warn(
+          { durable, ...gap },
+          "another process took deliveries of the projector's durable; taking it again from its ack floor",
+        );
+        retakeInTurn();
+      },
+    });
+    pump = started;
+    started.done.catch((err: unknown) => {
       // The iterator threw (its connection closed under it): nothing more would come while this
       // process keeps the lease, so it takes the durable again unless it is stopping.
       logger.error({ durable, err: (err as Error).message }, "projector consumer ended");
@@ -346,7 +341,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       held.clear();
     }
     running = false;
-    space?.();
+    pump?.roomMade();
     await messages?.close();
     wake?.();
     await loopDone;

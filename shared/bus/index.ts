@@ -5,6 +5,7 @@ export * from "./delivery-gaps.ts";
 export * from "./errors.ts";
 export * from "./js-errors.ts";
 export * from "./meta-secret.ts";
+export * from "./owned-durable-pump.ts";
 export * from "./read.ts";
 export * from "./store-version.ts";
 export * from "./stream-reader.ts";
