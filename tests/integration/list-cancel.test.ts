@@ -175,8 +175,13 @@ describe("POST /jobs/{job_id}/cancel", () => {
     const again = await hub.request(`/jobs/${job.job_id}/cancel`, { method: "POST", token: ACME });
     expect(again.status).toBe(200);
     expect(((await again.json()) as Job).error?.code).toBe("cancelled");
-    const got = (await (await hub.request(`/jobs/${job.job_id}`, { token: ACME })).json()) as Job;
-    expect(got.status).toBe("error");
+    // GET serves the projector's view: final within milliseconds of the cancel (docs/api.md).
+    const got = await waitFor("the view to show the cancel", async () => {
+      const seen = (await (
+        await hub.request(`/jobs/${job.job_id}`, { token: ACME })
+      ).json()) as Job;
+      return seen.status === "error" ? seen : undefined;
+    });
     expect(got.error?.cancelled_by).toEqual({ kind: "client", id: "acme" });
   });
 
