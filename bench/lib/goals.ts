@@ -2,12 +2,18 @@
  * The benchmark's goals (issue 14, item 6; ingress ÷ ceiling and GET from issue 9) as ratios of
  * figures measured in the same run, each met, missed, or not measured (a peer or scenario left
  * out). Pure, so the arithmetic is tested apart from the machine.
+ *
+ * Beside the hub's value each goal it shares shows the JetStream floor's (bench/peer/floor-*.ts:
+ * the least work a job can cost on the hub's stack). A goal the floor misses is out of reach for
+ * any hub on this stack, since the hub does the floor's work and more: that is issue 14's "show
+ * the measurement that proves it".
  */
 
 export interface PerSystem {
   readonly hub?: number;
   readonly bullmq?: number;
   readonly pg?: number;
+  readonly floor?: number;
 }
 
 export interface GoalInputs {
@@ -27,6 +33,17 @@ export interface GoalInputs {
   readonly idleHubCores?: number;
   /** Peak RSS of each hub service, MB. */
   readonly serviceRssPeakMb: Readonly<Record<string, number>>;
+  /** The JetStream floor's figures for the goals that are not ratios to a peer. */
+  readonly floor?: {
+    readonly p99CallbackAtRateMs?: number;
+    readonly cpuPerJobUs: { readonly rate?: number; readonly closed?: number };
+  };
+}
+
+/** The floor's own figure for a goal: the bound on what any hub on this stack can reach. */
+export interface FloorFigure {
+  readonly value: string;
+  readonly met: boolean | null;
 }
 
 export interface GoalRow {
@@ -35,6 +52,8 @@ export interface GoalRow {
   readonly target: string;
   /** null: not measured in this run. */
   readonly met: boolean | null;
+  /** The JetStream floor against the same target, where the goal applies to it. */
+  readonly floor?: FloorFigure;
 }
 
 const known = (n: number | undefined): n is number => n !== undefined && Number.isFinite(n);
@@ -47,50 +66,79 @@ export function fmtNum(n: number | undefined, digits = 0): string {
   });
 }
 
-function ratioRow(
-  goal: string,
+interface Compared {
+  readonly value: string;
+  readonly met: boolean | null;
+}
+
+function ratioOf(
   a: number | undefined,
   b: number | undefined,
   min: number,
   unit: string,
-): GoalRow {
-  if (!known(a) || !known(b) || b === 0) {
-    return { goal, value: "–", target: `≥ ${fmtNum(min, 2)}`, met: null };
-  }
+): Compared {
+  if (!known(a) || !known(b) || b === 0) return { value: "–", met: null };
   const r = a / b;
+  return { value: `${fmtNum(r, 2)} (${fmtNum(a)} vs ${fmtNum(b)}${unit})`, met: r >= min };
+}
+
+/** The hub's figure against a peer's, and the floor's against the same peer. */
+function ratioRow(
+  goal: string,
+  figures: { readonly hub?: number; readonly peer?: number; readonly floor?: number },
+  min: number,
+  unit: string,
+): GoalRow {
+  const hub = ratioOf(figures.hub, figures.peer, min, unit);
   return {
     goal,
-    value: `${fmtNum(r, 2)} (${fmtNum(a)} vs ${fmtNum(b)}${unit})`,
+    ...hub,
     target: `≥ ${fmtNum(min, 2)}`,
-    met: r >= min,
+    ...(known(figures.floor) ? { floor: ratioOf(figures.floor, figures.peer, min, unit) } : {}),
   };
 }
 
-function maxRow(goal: string, value: number | undefined, max: number, unit: string): GoalRow {
-  const digits = max < 1 ? 3 : 1;
-  if (!known(value))
-    return { goal, value: "–", target: `< ${fmtNum(max, digits)}${unit}`, met: null };
+function below(value: number | undefined, max: number, unit: string): Compared {
+  if (!known(value)) return { value: "–", met: null };
+  return { value: `${fmtNum(value, max < 1 ? 3 : 1)}${unit}`, met: value < max };
+}
+
+function maxRow(
+  goal: string,
+  figures: { readonly hub?: number; readonly floor?: number },
+  max: number,
+  unit: string,
+): GoalRow {
   return {
     goal,
-    value: `${fmtNum(value, digits)}${unit}`,
-    target: `< ${fmtNum(max, digits)}${unit}`,
-    met: value < max,
+    ...below(figures.hub, max, unit),
+    target: `< ${fmtNum(max, max < 1 ? 3 : 1)}${unit}`,
+    ...(known(figures.floor) ? { floor: below(figures.floor, max, unit) } : {}),
+  };
+}
+
+/** CPU per job in the open loop ÷ the closed loop's, at most `max`. */
+function cpuRatio(
+  cpu: { readonly rate?: number; readonly closed?: number },
+  max: number,
+): Compared {
+  const { rate, closed } = cpu;
+  if (!known(rate) || !known(closed) || closed <= 0) return { value: "–", met: null };
+  return {
+    value: `${fmtNum(rate / closed, 2)} (${fmtNum(rate)} vs ${fmtNum(closed)} µs)`,
+    met: rate / closed <= max,
   };
 }
 
 export function evaluateGoals(i: GoalInputs): GoalRow[] {
+  const peerRatio = (goal: string, of: PerSystem, peer: "bullmq" | "pg", min: number, unit = "") =>
+    ratioRow(goal, { hub: of.hub, peer: of[peer], floor: of.floor }, min, unit);
   const rows: GoalRow[] = [
-    ratioRow("e2e done/s ÷ BullMQ", i.e2eDonePerSec.hub, i.e2eDonePerSec.bullmq, 1, "/s"),
-    ratioRow("e2e done/s ÷ PostgreSQL peer", i.e2eDonePerSec.hub, i.e2eDonePerSec.pg, 2, "/s"),
-    ratioRow(
-      "e2e jobs per CPU-second ÷ BullMQ",
-      i.e2eJobsPerCpuSec.hub,
-      i.e2eJobsPerCpuSec.bullmq,
-      1,
-      "",
-    ),
-    ratioRow("POST /run ÷ BullMQ", i.postPerSec.hub, i.postPerSec.bullmq, 1, "/s"),
-    ratioRow("GET /jobs ÷ BullMQ", i.getPerSec.hub, i.getPerSec.bullmq, 1.5, "/s"),
+    peerRatio("e2e done/s ÷ BullMQ", i.e2eDonePerSec, "bullmq", 1, "/s"),
+    peerRatio("e2e done/s ÷ PostgreSQL peer", i.e2eDonePerSec, "pg", 2, "/s"),
+    peerRatio("e2e jobs per CPU-second ÷ BullMQ", i.e2eJobsPerCpuSec, "bullmq", 1),
+    peerRatio("POST /run ÷ BullMQ", i.postPerSec, "bullmq", 1, "/s"),
+    peerRatio("GET /jobs ÷ BullMQ", i.getPerSec, "bullmq", 1.5, "/s"),
     i.ingressToCeiling === undefined
       ? { goal: "ingress ÷ ceiling", value: "–", target: "≥ 0.80", met: null }
       : {
@@ -99,25 +147,21 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
           target: "≥ 0.80",
           met: i.ingressToCeiling >= 0.8,
         },
-    maxRow(`p99 submit → callback at ${i.rate} jobs/s`, i.p99CallbackAtRateMs, 20, " ms"),
+    maxRow(
+      `p99 submit → callback at ${i.rate} jobs/s`,
+      { hub: i.p99CallbackAtRateMs, floor: i.floor?.p99CallbackAtRateMs },
+      20,
+      " ms",
+    ),
   ];
-  const { rate, closed } = i.hubCpuPerJobUs;
-  rows.push(
-    known(rate) && known(closed) && closed > 0
-      ? {
-          goal: `hub CPU per job at ${i.rate}/s ÷ closed loop`,
-          value: `${fmtNum(rate / closed, 2)} (${fmtNum(rate)} vs ${fmtNum(closed)} µs)`,
-          target: "≤ 1.50",
-          met: rate / closed <= 1.5,
-        }
-      : {
-          goal: `hub CPU per job at ${i.rate}/s ÷ closed loop`,
-          value: "–",
-          target: "≤ 1.50",
-          met: null,
-        },
-  );
-  rows.push(maxRow("idle CPU of the whole hub", i.idleHubCores, 0.01, " cores"));
+  const floorCpu = i.floor ? cpuRatio(i.floor.cpuPerJobUs, 1.5) : undefined;
+  rows.push({
+    goal: `hub CPU per job at ${i.rate}/s ÷ closed loop`,
+    ...cpuRatio(i.hubCpuPerJobUs, 1.5),
+    target: "≤ 1.50",
+    ...(floorCpu && floorCpu.met !== null ? { floor: floorCpu } : {}),
+  });
+  rows.push(maxRow("idle CPU of the whole hub", { hub: i.idleHubCores }, 0.01, " cores"));
   const rss = Object.entries(i.serviceRssPeakMb).filter(([, mb]) => known(mb));
   if (rss.length === 0) {
     rows.push({ goal: "RSS of every service at peak", value: "–", target: "< 150 MB", met: null });
@@ -133,6 +177,9 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
   return rows;
 }
 
-export function status(met: boolean | null): string {
-  return met === null ? "not measured" : met ? "met" : "missed";
+/** A goal's status; a missed goal the floor misses too is out of reach on this stack. */
+export function status(met: boolean | null, floor?: FloorFigure): string {
+  if (met === null) return "not measured";
+  if (met) return "met";
+  return floor?.met === false ? "missed; out of reach (the floor misses too)" : "missed";
 }

@@ -1,7 +1,8 @@
 /**
  * The peers the hub is measured against, started and stopped by the benchmark: Fastify + BullMQ on
- * the machine's Redis (not durable) and Fastify + graphile-worker on the machine's PostgreSQL
- * (durable, synchronous_commit on). Both answer POST /run and GET /jobs/:id as the hub does and
+ * the machine's Redis (not durable), Fastify + graphile-worker on the machine's PostgreSQL
+ * (durable, synchronous_commit on), and the JetStream floor (floor-peer.ts: the least work a job
+ * can cost on the hub's own stack, the bound for the goals against BullMQ). Both answer POST /run and GET /jobs/:id as the hub does and
  * send the same signed callbacks, so the same load generator and receiver measure all three.
  *
  * Each peer cleans up what it made: the Redis peer its keys (its own prefix, SCAN + DEL, never
@@ -16,14 +17,16 @@ import pg from "pg";
 import { redisConnection } from "../peer/bullmq-common.ts";
 import { quietLogger, SCHEMA_SQL } from "../peer/pg-common.ts";
 import { freePort, LOOPBACK, ROOT, registerCleanup, round, spawnChild } from "./common.ts";
+import { startFloorPeer } from "./floor-peer.ts";
 import type { ProcessTable } from "./procs.ts";
 
-export const PEER_NAMES = ["bullmq", "pg"] as const;
+export const PEER_NAMES = ["bullmq", "pg", "floor"] as const;
 export type PeerName = (typeof PEER_NAMES)[number];
 
 export const PEER_LABELS: Record<PeerName, string> = {
   bullmq: "BullMQ peer (Fastify + BullMQ, Redis)",
   pg: "PostgreSQL peer (Fastify + graphile-worker)",
+  floor: "JetStream floor (Fastify + nats.js, 3 events + 1 KV write)",
 };
 
 /** What the benchmark needs from a running peer. */
@@ -244,5 +247,9 @@ export async function startPgPeer(deps: PeerDeps): Promise<Peer> {
 }
 
 export function startPeer(name: PeerName, deps: PeerDeps): Promise<Peer> {
+  if (name === "floor")
+    return startFloorPeer(deps, (count, what, timeoutSec) =>
+      waitEmpty(count, what, deps, timeoutSec),
+    );
   return name === "bullmq" ? startBullmqPeer(deps) : startPgPeer(deps);
 }

@@ -313,7 +313,10 @@ export function goalInputs(r: BenchResults): GoalInputs {
     hub,
     bullmq: peer("bullmq"),
     pg: peer("pg"),
+    floor: peer("floor"),
   });
+  const floor = e?.peers.floor;
+  const floorProcs = r.systems.floor ?? [];
   // The settled window before any load. The after-load window (printed beside it) also holds
   // the load's own tail: in 10-s samples after the e2e loop nats-server spent 0.035, then 0.010
   // cores, before falling back to about 0.002 (2026-11-25): work the load left behind, not idle.
@@ -342,6 +345,17 @@ export function goalInputs(r: BenchResults): GoalInputs {
     },
     idleHubCores: idle ? hubProcs.reduce((a, p) => a + (idle.cores[p] ?? 0), 0) : undefined,
     serviceRssPeakMb: rss,
+    ...(floor
+      ? {
+          floor: {
+            p99CallbackAtRateMs: floor.rate.toCallbackMs?.p99,
+            cpuPerJobUs: {
+              rate: cpuUsPerUnit(floor.rate.phase, floorProcs),
+              closed: cpuUsPerUnit(floor.closed.phase, floorProcs),
+            },
+          },
+        }
+      : {}),
   };
 }
 
@@ -358,10 +372,10 @@ export function renderReport(r: BenchResults): string {
     ...costRows(r),
     ...cpuRows(r),
     "",
-    "goals (issue 14):",
+    "goals (issue 14), with the JetStream floor's figure for the same target where it applies:",
     ...table(
-      ["goal", "value", "target", "status"],
-      r.goals.map((g) => [g.goal, g.value, g.target, status(g.met)]),
+      ["goal", "value", "target", "JetStream floor", "status"],
+      r.goals.map((g) => [g.goal, g.value, g.target, g.floor?.value ?? "", status(g.met, g.floor)]),
     ),
     ...r.notes.map((n) => `note: ${n}`),
     "",

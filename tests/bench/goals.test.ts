@@ -57,14 +57,64 @@ describe("benchmark goals", () => {
   });
 });
 
+describe("the JetStream floor beside each goal", () => {
+  const withFloor: GoalInputs = {
+    ...base,
+    e2eDonePerSec: { hub: 800, bullmq: 2000, pg: 300, floor: 1800 },
+    e2eJobsPerCpuSec: { hub: 450, bullmq: 1500, floor: 1200 },
+    postPerSec: { hub: 3000, bullmq: 6000, floor: 6600 },
+    p99CallbackAtRateMs: 40,
+    hubCpuPerJobUs: { rate: 3000, closed: 2000 },
+    floor: { p99CallbackAtRateMs: 12, cpuPerJobUs: { rate: 2400, closed: 800 } },
+  };
+
+  test("given the floor's figures, each shared goal shows the floor against the same target", () => {
+    const g = byGoal(withFloor);
+    expect(g["e2e done/s ÷ BullMQ"]?.floor).toEqual({
+      value: "0.90 (1,800 vs 2,000/s)",
+      met: false,
+    });
+    expect(g["e2e done/s ÷ PostgreSQL peer"]?.floor?.met).toBe(true); // 6.0 ≥ 2
+    expect(g["e2e jobs per CPU-second ÷ BullMQ"]?.floor?.met).toBe(false);
+    expect(g["POST /run ÷ BullMQ"]?.floor).toEqual({ value: "1.10 (6,600 vs 6,000/s)", met: true });
+    expect(g["p99 submit → callback at 500 jobs/s"]?.floor).toEqual({
+      value: "12.0 ms",
+      met: true,
+    });
+    expect(g["hub CPU per job at 500/s ÷ closed loop"]?.floor).toEqual({
+      value: "3.00 (2,400 vs 800 µs)",
+      met: false,
+    });
+    // The floor runs no hub services: idle and RSS are the hub's alone.
+    expect(g["idle CPU of the whole hub"]?.floor).toBeUndefined();
+    expect(g["RSS of every service at peak"]?.floor).toBeUndefined();
+  });
+
+  test("a goal the hub and the floor both miss is out of reach; one only the hub misses is not", () => {
+    const g = byGoal(withFloor);
+    const row = (name: string) => g[name] ?? expect.unreachable();
+    expect(status(row("e2e done/s ÷ BullMQ").met, row("e2e done/s ÷ BullMQ").floor)).toBe(
+      "missed; out of reach (the floor misses too)",
+    );
+    expect(status(row("POST /run ÷ BullMQ").met, row("POST /run ÷ BullMQ").floor)).toBe("missed");
+    const p99 = row("p99 submit → callback at 500 jobs/s");
+    expect(status(p99.met, p99.floor)).toBe("missed");
+  });
+
+  test("without the floor's figures no row carries one", () => {
+    for (const row of evaluateGoals(base)) expect(row.floor).toBeUndefined();
+  });
+});
+
 describe("BENCH_PEER", () => {
   test("all by default; none; one; a list; an unknown name is refused by name", () => {
-    expect(parsePeerSelection(undefined)).toEqual(["bullmq", "pg"]);
-    expect(parsePeerSelection("all")).toEqual(["bullmq", "pg"]);
+    expect(parsePeerSelection(undefined)).toEqual(["bullmq", "pg", "floor"]);
+    expect(parsePeerSelection("all")).toEqual(["bullmq", "pg", "floor"]);
     expect(parsePeerSelection("0")).toEqual([]);
     expect(parsePeerSelection("none")).toEqual([]);
     expect(parsePeerSelection("pg")).toEqual(["pg"]);
     expect(parsePeerSelection("pg,bullmq")).toEqual(["bullmq", "pg"]);
+    expect(parsePeerSelection("floor,bullmq")).toEqual(["bullmq", "floor"]);
     expect(() => parsePeerSelection("redis")).toThrow(/BENCH_PEER: unknown peer 'redis'/);
   });
 });
