@@ -33,6 +33,7 @@ import type { HubMetrics } from "../../shared/metrics/index.ts";
 import {
   type ConnectionPool,
   createConnectionPool,
+  FETCH_REQUESTS_AT_ONCE,
   type Resolver,
 } from "../../shared/net/index.ts";
 import {
@@ -367,6 +368,13 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         },
         "callback service started",
       );
+      if (settings.concurrency > FETCH_REQUESTS_AT_ONCE) {
+        logger.warn(
+          { concurrency: settings.concurrency, fetch_requests_at_once: FETCH_REQUESTS_AT_ONCE },
+          "callbacks.concurrency is above the requests Bun's fetch runs at once in one process; " +
+            "unless BUN_CONFIG_MAX_HTTP_REQUESTS is set at least as high, attempts above it wait inside Bun while their timeout runs",
+        );
+      }
     },
     async stop() {
       await Promise.all(streams.map((m) => m.close()));

@@ -1,12 +1,18 @@
-import type { IncomingMessage } from "node:http";
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
-import type { LookupFunction } from "node:net";
 import type { AddressRule } from "./classify.ts";
-import { checkCallbackUrl, type EgressPolicy, type UrlRule, unbracket } from "./policy.ts";
+import { checkCallbackUrl, type EgressPolicy, type UrlRule } from "./policy.ts";
 import type { ConnectionPool } from "./pool.ts";
 import { type Resolver, resolveAndCheck } from "./resolve.ts";
 import { parseRetryAfter } from "./retry-after.ts";
+import {
+  DeadlineExceeded,
+  errorCode,
+  type RawResponse,
+  ResponseTooLarge,
+  type SendRequest,
+  StaleConnection,
+} from "./send.ts";
+import { sendPlain } from "./send-plain.ts";
+import { sendTls } from "./send-tls.ts";
 
 /** Why an attempt failed, coarse enough to drive retry policy and metrics. */
 export type DeliveryErrorClass =
@@ -90,141 +96,9 @@ export function classifyNetworkError(code: string | undefined): DeliveryErrorCla
  */
 export const DEFAULT_CALLBACK_RESPONSE_BYTES = 64 * 1024;
 
-class DeadlineExceeded extends Error {
-  readonly code = "DEADLINE";
-}
-
-class ResponseTooLarge extends Error {
-  readonly code = "RESPONSE_TOO_LARGE";
-  constructor(readonly status: number) {
-    super("response body above the limit");
-  }
-}
-
-/** The receiver closed the connection before its body was complete. */
-class IncompleteResponse extends Error {
-  readonly code = "INCOMPLETE_RESPONSE";
-}
-
-interface RawResponse {
-  status: number;
-  retryAfter: string | undefined;
-}
-
-/** Errors of a reused keep-alive connection the receiver closed just as we wrote to it. */
-const STALE_CONNECTION_CODES = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
-
-class StaleConnection extends Error {
-  constructor(cause: unknown) {
-    super("reused connection was closed by the receiver", { cause });
-  }
-}
-
-/** A lookup that answers every query with the pinned address, so nothing re-resolves the name. */
-function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
-  return (_hostname, options, callback) => {
-    if (options.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  };
-}
-
-function firstHeader(res: IncomingMessage, name: string): string | undefined {
-  const value = res.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-interface AnswerReader {
-  readonly maxResponseBytes: number;
-  readonly signal: AbortSignal;
-  readonly resolve: (raw: RawResponse) => void;
-  readonly reject: (err: Error) => void;
-}
-
-/**
- * Reads and discards a receiver's answer; never buffers or logs its body. The answer counts only
- * once it is complete, under the attempt's deadline and within the cap.
- */
-function readAnswer(res: IncomingMessage, reader: AnswerReader): void {
-  const { maxResponseBytes, signal, resolve, reject } = reader;
-  const result: RawResponse = {
-    status: res.statusCode ?? 0,
-    retryAfter: firstHeader(res, "retry-after"),
-  };
-  // A body declared above the cap is refused before any of it is read (as for executors).
-  if (Number(firstHeader(res, "content-length")) > maxResponseBytes) {
-    reject(new ResponseTooLarge(result.status));
-    res.destroy();
-    return;
-  }
-  let seen = 0;
-  res.on("data", (chunk: Buffer) => {
-    seen += chunk.length;
-    if (seen > maxResponseBytes) {
-      reject(new ResponseTooLarge(result.status));
-      res.destroy();
-    }
-  });
-  const unfinished = () =>
-    reject(
-      signal.aborted
-        ? new DeadlineExceeded("deadline exceeded")
-        : new IncompleteResponse("incomplete"),
-    );
-  res.on("end", () => resolve(result));
-  res.on("close", () => {
-    if (res.complete) resolve(result);
-    else unfinished();
-  });
-  res.on("error", () => {
-    if (!res.complete) unfinished();
-  });
-}
-
-function send(
-  url: URL,
-  pinned: { address: string; family: 4 | 6 },
-  options: DeliverOptions,
-  maxResponseBytes: number,
-  signal: AbortSignal,
-): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const body = typeof options.body === "string" ? Buffer.from(options.body) : options.body;
-    const https = url.protocol === "https:";
-    const request = https ? httpsRequest : httpRequest;
-    const hostname = unbracket(url.hostname);
-    const agent =
-      options.connections?.agentFor({
-        protocol: https ? "https:" : "http:",
-        hostname,
-        port: url.port,
-        address: pinned.address,
-        ...(options.ca === undefined ? {} : { ca: options.ca }),
-      }) ?? false;
-    const req = request(
-      {
-        protocol: url.protocol,
-        hostname,
-        port: url.port || undefined,
-        path: `${url.pathname}${url.search}`,
-        method: "POST",
-        headers: { ...options.headers, "content-length": String(body.byteLength) },
-        // Connect to the address we checked; Host and TLS servername keep the original name.
-        lookup: pinnedLookup(pinned.address, pinned.family),
-        agent,
-        ca: options.ca === undefined ? undefined : [...[options.ca].flat()],
-      },
-      (res) => readAnswer(res, { maxResponseBytes, signal, resolve, reject }),
-    );
-    const onAbort = () => req.destroy(new DeadlineExceeded("deadline exceeded"));
-    if (signal.aborted) onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    req.on("error", (err: Error & { code?: string }) => {
-      const stale = req.reusedSocket && STALE_CONNECTION_CODES.has(err.code ?? "");
-      reject(stale ? new StaleConnection(err) : err);
-    });
-    req.on("close", () => signal.removeEventListener("abort", onAbort));
-    req.end(body);
-  });
+/** Plain HTTP through Bun's fetch, TLS through node:https (each file says why). */
+function send(request: SendRequest): Promise<RawResponse> {
+  return request.url.protocol === "https:" ? sendTls(request) : sendPlain(request);
 }
 
 function timeoutAfter(signal: AbortSignal): Promise<"timeout"> {
@@ -284,14 +158,21 @@ export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryA
           });
     }
     const pinned = { address: resolved.address, family: resolved.family };
+    const request: SendRequest = {
+      url: checked.url,
+      pinned,
+      options,
+      maxResponseBytes,
+      signal: controller.signal,
+    };
     let raw: RawResponse;
     try {
-      raw = await send(checked.url, pinned, options, maxResponseBytes, controller.signal).catch(
+      raw = await send(request).catch(
         // The receiver closed an idle connection as we reused it, so the request almost surely
         // never reached it; send once more (receivers dedupe on webhook-id in any case).
         (err: unknown) => {
           if (!(err instanceof StaleConnection)) throw err;
-          return send(checked.url, pinned, options, maxResponseBytes, controller.signal);
+          return send(request);
         },
       );
     } catch (err) {
@@ -304,11 +185,8 @@ export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryA
           message: `the answer is larger than ${maxResponseBytes} bytes`,
         });
       }
-      const code = err instanceof DeadlineExceeded ? "DEADLINE" : (err as { code?: unknown }).code;
-      const errorClass =
-        err instanceof DeadlineExceeded
-          ? "timeout"
-          : classifyNetworkError(typeof code === "string" ? code : undefined);
+      const code = err instanceof DeadlineExceeded ? "DEADLINE" : errorCode(err);
+      const errorClass = err instanceof DeadlineExceeded ? "timeout" : classifyNetworkError(code);
       return finish({
         ok: false,
         errorClass,

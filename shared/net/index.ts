@@ -39,3 +39,4 @@ export {
   systemResolver,
 } from "./resolve.ts";
 export { parseRetryAfter } from "./retry-after.ts";
+export { FETCH_REQUESTS_AT_ONCE } from "./send-plain.ts";

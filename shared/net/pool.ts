@@ -1,9 +1,7 @@
-import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 
-/** One checked destination: a connection to it may carry any request for the same key. */
+/** One checked TLS destination: a connection to it may carry any request for the same key. */
 export interface Destination {
-  readonly protocol: "http:" | "https:";
   /** The name in the URL (Host header, TLS server name). */
   readonly hostname: string;
   readonly port: string;
@@ -16,7 +14,7 @@ export interface Destination {
 /** Keep-alive connections per checked destination (see {@link createConnectionPool}). */
 export interface ConnectionPool {
   /** The keep-alive agent of a destination, created on first use. */
-  agentFor(destination: Destination): HttpAgent;
+  agentFor(destination: Destination): HttpsAgent;
   /** Destinations with an agent. */
   size(): number;
   /** Closes every pooled connection; later calls to agentFor start a new pool. */
@@ -37,18 +35,20 @@ export interface ConnectionPoolOptions {
 
 function keyOf(d: Destination): string {
   const ca = d.ca === undefined ? "" : [d.ca].flat().join("\n");
-  return `${d.protocol}|${d.hostname}|${d.port}|${d.address}|${ca}`;
+  return `${d.hostname}|${d.port}|${d.address}|${ca}`;
 }
 
 /**
- * Keep-alive agents keyed by the checked destination. The key includes the pinned address, so a
- * reused connection always goes to an address that passed the egress check for that name; a name
- * that later resolves elsewhere gets its own key (and its own check). Without reuse every
- * callback paid a TCP (and TLS) handshake: 10% of the callback service's CPU in profiles.
+ * Keep-alive agents keyed by the checked destination, for TLS callbacks (send-tls.ts). The key
+ * includes the name and the pinned address, so a reused connection always goes to an address that
+ * passed the egress check, for the name it was verified for; a name that later resolves elsewhere
+ * gets its own key (and its own check). Plain HTTP keeps its connections in Bun's fetch
+ * (send-plain.ts), which uses a pool only when one is given. Without reuse every callback paid a
+ * TCP (and TLS) handshake: 10% of the callback service's CPU in profiles.
  */
 export function createConnectionPool(options: ConnectionPoolOptions = {}): ConnectionPool {
   const { maxDestinations = 256, idleMs = 4_000, maxIdlePerDestination = 16 } = options;
-  const agents = new Map<string, HttpAgent>();
+  const agents = new Map<string, HttpsAgent>();
   return {
     agentFor(destination) {
       const key = keyOf(destination);
@@ -60,11 +60,10 @@ export function createConnectionPool(options: ConnectionPoolOptions = {}): Conne
         return found;
       }
       const settings = { keepAlive: true, timeout: idleMs, maxFreeSockets: maxIdlePerDestination };
-      const agent =
-        destination.protocol === "https:" ? new HttpsAgent(settings) : new HttpAgent(settings);
+      const agent = new HttpsAgent(settings);
       agents.set(key, agent);
       if (agents.size > maxDestinations) {
-        const [oldestKey, oldest] = agents.entries().next().value as [string, HttpAgent];
+        const [oldestKey, oldest] = agents.entries().next().value as [string, HttpsAgent];
         agents.delete(oldestKey);
         oldest.destroy();
       }

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { TLSSocket } from "node:tls";
 import { createConnectionPool, deliverWebhook, parseCidrList } from "../../shared/net/index.ts";
+import { waitFor } from "../helpers/wait.ts";
 import { closeServer, listenOnLoopback, toLoopback } from "./servers.ts";
 
 // Self-signed certificate for "rebind.test" (see fixtures/README.md).
@@ -12,13 +13,20 @@ const seen: { host?: string; servername?: string | false | null }[] = [];
 let server: Server;
 let port = 0;
 let handshakes = 0;
+/** The TLS connection that carried the last request for each path, and which ones closed. */
+const socketOf = new Map<string, TLSSocket>();
+const closedSockets = new WeakSet<TLSSocket>();
 
 beforeAll(async () => {
   server = createServer({ key, cert }, (req, res) => {
     seen.push({ host: req.headers.host, servername: (req.socket as TLSSocket).servername });
+    socketOf.set(req.url ?? "", req.socket as TLSSocket);
     res.end("ok");
   });
-  server.on("secureConnection", () => handshakes++);
+  server.on("secureConnection", (socket: TLSSocket) => {
+    handshakes++;
+    socket.on("close", () => closedSockets.add(socket));
+  });
   port = await listenOnLoopback(server);
 });
 
@@ -81,6 +89,28 @@ describe("deliverWebhook over TLS with a pinned address", () => {
       connections,
     });
     expect(untrusted).toMatchObject({ ok: false, errorClass: "tls" });
+    connections.close();
+  });
+
+  test("idle pooled TLS connections are closed after idleMs, and the next attempt makes a new handshake", async () => {
+    const connections = createConnectionPool({ idleMs: 150 });
+    const send = () =>
+      deliverWebhook({
+        ...common,
+        url: `https://rebind.test:${port}/idle`,
+        resolver: toLoopback,
+        ca: cert,
+        connections,
+      });
+    const handshakesBefore = handshakes;
+    expect(await send()).toMatchObject({ ok: true, status: 200 });
+    const used = socketOf.get("/idle");
+    expect(used).toBeDefined();
+    await waitFor("the idle connection to close", () => used && closedSockets.has(used), {
+      timeoutMs: 5_000,
+    });
+    expect(await send()).toMatchObject({ ok: true, status: 200 });
+    expect(handshakes - handshakesBefore).toBe(2);
     connections.close();
   });
 });
