@@ -22,7 +22,7 @@ import {
   registerTempDir,
   spawnChild,
 } from "./common.ts";
-import type { Peer, PeerDeps } from "./peers.ts";
+import { type Peer, type PeerDeps, peerEnv } from "./peers.ts";
 
 /** Runs in flight in the worker, as the peers' workers (PEER_CONCURRENCY). */
 const CONCURRENCY = Number(process.env.PEER_CONCURRENCY ?? 64);
@@ -37,21 +37,17 @@ export async function startFloorPeer(
   registerTempDir(storeDir);
   const nats = await startNatsServer({ storeDir, env: process.env });
   registerCleanup(() => nats.stop("SIGKILL"));
-  await createFloorTopology(nats.url, CONCURRENCY);
-  // The views fold pipelines its puts: a deeper window than the worker's runs in flight.
+  await createFloorTopology(nats.url, {
+    runsInFlight: CONCURRENCY,
+    viewsInFlight: VIEWS_IN_FLIGHT,
+  });
+  // The drain reads both durables' backlogs.
   const admin = await connect({ servers: nats.url, name: "floor-bench" });
   registerCleanup(() => admin.close());
   const jsm = await jetstreamManager(admin);
-  await jsm.consumers.update(FLOOR_STREAM, FLOOR_VIEWS, { max_ack_pending: VIEWS_IN_FLIGHT });
 
   const port = freePort();
-  const env = {
-    PORT: String(port),
-    PEER_TOKEN: deps.token,
-    WEBHOOK_SECRET: deps.webhookSecret,
-    NATS_URL: nats.url,
-    NODE_ENV: "production",
-  };
+  const env = peerEnv(deps, port, { NATS_URL: nats.url });
   const worker = spawnChild(
     "floor-worker",
     [deps.bun, join(ROOT, "bench/peer/floor-worker.ts")],

@@ -84,7 +84,7 @@ async function waitEmpty(
   return Number.NaN;
 }
 
-function peerEnv(deps: PeerDeps, port: number, extra: Record<string, string>) {
+export function peerEnv(deps: PeerDeps, port: number, extra: Record<string, string>) {
   return {
     PORT: String(port),
     PEER_TOKEN: deps.token,

@@ -37,8 +37,16 @@ export async function connectFloor(name: string) {
   return { nc, js: jetstream(nc) };
 }
 
+/** How many messages each durable may hold unacked. */
+export interface FloorWindows {
+  /** Runs in flight in the worker (the peers' PEER_CONCURRENCY). */
+  readonly runsInFlight: number;
+  /** job.done events the views fold holds: deeper, since its puts are pipelined. */
+  readonly viewsInFlight: number;
+}
+
 /** The stream, the views' bucket and both durables; idempotent, run by the benchmark first. */
-export async function createFloorTopology(natsUrl: string, maxAckPending: number): Promise<void> {
+export async function createFloorTopology(natsUrl: string, windows: FloorWindows): Promise<void> {
   const nc = await connect({ servers: natsUrl, name: "floor-setup" });
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({
@@ -47,9 +55,9 @@ export async function createFloorTopology(natsUrl: string, maxAckPending: number
     storage: StorageType.File,
   });
   await new Kvm(nc).create(FLOOR_BUCKET, { history: 1 });
-  for (const [durable, filter] of [
-    [FLOOR_WORKER, "floor.run.>"],
-    [FLOOR_VIEWS, "floor.done.>"],
+  for (const [durable, filter, maxAckPending] of [
+    [FLOOR_WORKER, "floor.run.>", windows.runsInFlight],
+    [FLOOR_VIEWS, "floor.done.>", windows.viewsInFlight],
   ] as const) {
     await jsm.consumers.add(FLOOR_STREAM, {
       durable_name: durable,

@@ -68,10 +68,11 @@ export async function sendPlain(request: SendRequest): Promise<RawResponse> {
       body: options.body,
       redirect: "manual",
       signal,
+      // In Bun, keepalive: false gives the request a connection of its own, closed after it.
       keepalive: keepAlive,
       // Bun's option: the cap counts the bytes on the wire, and a compressed answer stays so.
       decompress: false,
-    } as RequestInit);
+    });
   } catch (err) {
     if (signal.aborted) throw new DeadlineExceeded("deadline exceeded");
     // fetch fails before any answer: on a kept-alive connection the receiver may have closed it

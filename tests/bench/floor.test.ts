@@ -40,7 +40,7 @@ async function spawnFloor(script: string, env: Record<string, string>, ready: Re
 
 beforeAll(async () => {
   nats = await startNats();
-  await createFloorTopology(nats.url, 64);
+  await createFloorTopology(nats.url, { runsInFlight: 64, viewsInFlight: 1024 });
   receiver = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
