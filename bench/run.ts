@@ -276,14 +276,13 @@ async function startHub(receiverBase: string) {
   }
   await waitConsumers(monitor);
   log(`hub up at ${base}`);
-  /** The index scenario's switch: the projector (which runs the indexer) with the index on or off. */
-  const restartProjector = async (indexEnabled: boolean) => {
-    await children.get("projector")?.stop("SIGTERM");
+  /** The index scenario's switch: the indexer service with the index on, or idle with it off. */
+  const restartIndexer = async (indexEnabled: boolean) => {
+    await children.get("indexer")?.stop("SIGTERM");
     // At info level for its start line (one line per service start; nothing per job).
-    const child = startService("projector", indexEnabled ? configPath : noIndexPath, "info");
-    children.set("projector", child);
-    await child.waitForLine(/projector started/, 30_000);
-    if (indexEnabled) await child.waitForLine(/indexer started/, 30_000);
+    const child = startService("indexer", indexEnabled ? configPath : noIndexPath, "info");
+    children.set("indexer", child);
+    await child.waitForLine(indexEnabled ? /indexer started/ : /nothing to do/, 30_000);
     return child.pid;
   };
   return {
@@ -292,7 +291,7 @@ async function startHub(receiverBase: string) {
     pids,
     natsUrl: nats.url,
     natsVersion: varz.version ?? "unknown",
-    restartProjector,
+    restartIndexer,
   };
 }
 
@@ -398,7 +397,7 @@ async function main() {
     };
   }
   if (wanted.has("compiler")) s.compiler = await runCompiler();
-  // Last, so no other scenario's figures include it (it restarts the projector).
+  // Last, so no other scenario's figures include it (it restarts the indexer).
   let indexFigures: Awaited<ReturnType<typeof indexScenario>> | undefined;
   if (wanted.has("index")) {
     indexFigures = await indexScenario(ctx, {
@@ -406,8 +405,8 @@ async function main() {
       jobs: Number(env.BENCH_INDEX_E2E_JOBS ?? 20_000),
       pairs: Number(env.BENCH_INDEX_PAIRS ?? 3),
       queryJobs: Number(env.BENCH_INDEX_JOBS ?? 1_000_000),
-      restartProjector: async (enabled) => {
-        procs.trackPid("projector", await hub.restartProjector(enabled));
+      restartIndexer: async (enabled) => {
+        procs.trackPid("indexer", await hub.restartIndexer(enabled));
       },
     });
     results.notes.push("the index scenario ran last; its figures are in results.index");

@@ -10,10 +10,10 @@ import { join } from "node:path";
 import { parseDuration } from "../shared/config/duration.ts";
 import {
   DEFAULT_PLAN,
+  foldLimit,
   formatBytes,
   inputsFromFixture,
   inputsFromResults,
-  projectorLimit,
   renderSizing,
   sizeFor,
 } from "./lib/sizing.ts";
@@ -39,6 +39,7 @@ const stored = inputs.storedBytesPerJob;
 process.stdout.write(
   `inputs (${source}): CPU µs per job: ${us}; stored per job: events ${formatBytes(stored.events)}, view ${formatBytes(stored.views)}; utilisation ${inputs.utilisation}\n`,
 );
-process.stdout.write(`one active projector: about ${projectorLimit(inputs)} jobs/s\n\n`);
+const limit = foldLimit(inputs);
+process.stdout.write(`one active ${limit.service}: about ${limit.jobsPerSec} jobs/s\n\n`);
 const rows = [1_000, 10_000, 50_000].map((r) => sizeFor(r, inputs));
 process.stdout.write(`${renderSizing(rows, inputs.retentionSec)}\n`);

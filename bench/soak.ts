@@ -2,7 +2,7 @@
 /**
  * Soak test (issue 7): `npm run soak -- --minutes 10`.
  *
- * Starts a private nats-server (temp store, random loopback port) and the four services as
+ * Starts a private nats-server (temp store, random loopback port) and the five services as
  * separate processes (`switchyard serve <svc>`), plus a verifying callback receiver on 127.0.0.1.
  * Mixed load: new runs (a quarter with callback_url), replays of accepted request_ids, and GETs.
  * Every `--kill-every` seconds (60) one service, picked at random, is SIGKILLed and started again.

@@ -3,7 +3,7 @@
  *
  * 1. Off: the hooks a job passes through (accept, dispatch, the kind's run, a callback attempt,
  *    the view write) against the shared no-op tracer, timed in a tight loop: nanoseconds per job.
- * 2. End to end: the four services in this process over a private nats-server, jobs with a
+ * 2. End to end: the five services in this process over a private nats-server, jobs with a
  *    callback (builtin echo, receiver in this process), tracing off and then on (exporting
  *    OTLP/HTTP protobuf to a sink in a child process). CPU seconds of this process per job,
  *    measured with process.cpuUsage() over rounds of BENCH_TRACING_JOBS jobs (default 1,000),

@@ -17,8 +17,8 @@ import {
 } from "./jetstream.ts";
 import { cpuDelta, type ProcessTable } from "./procs.ts";
 
-export const HUB_SERVICES = ["ingress", "projector", "executor", "callback"] as const;
-/** The whole hub: nats-server and its four services. */
+export const HUB_SERVICES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
+/** The whole hub: nats-server and its five services. */
 export const HUB_PROCS = ["nats-server", ...HUB_SERVICES] as const;
 
 export interface PhaseFigures {

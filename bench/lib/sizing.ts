@@ -9,9 +9,9 @@
  *   stored per NATS node = rate × stored bytes per job × retention (nats.events_max_age)
  *
  * Exceptions the formula must not hide:
- * - the projector folds on one active replica (a lease), so its cores cannot exceed one process's
- *   one core: past `projectorLimit` jobs/s the model stops holding (partitioned projectors need
- *   subject transforms, nats-server 2.10+);
+ * - the projector and the indexer each fold on one active replica (a lease), so neither's cores
+ *   can exceed one process's one core: past `foldLimit` jobs/s the model stops holding
+ *   (partitioned folds need subject transforms, nats-server 2.10+);
  * - every event goes through the SWITCHYARD_EVENTS stream's leader: that node's cores are the
  *   measured nats-server CPU per job (the leader does the writes, the deliveries and the acks),
  *   the two followers need about half of that (they only store the replicated writes);
@@ -19,7 +19,9 @@
  *   of an R3 cluster's three nodes (the cluster stores three times as much).
  */
 
-export const SIZED_SERVICES = ["ingress", "executor", "callback", "projector"] as const;
+export const SIZED_SERVICES = ["ingress", "executor", "callback", "projector", "indexer"] as const;
+/** Services that fold on one active replica, with one standby (a lease each). */
+const ACTIVE_STANDBY = ["projector", "indexer"] as const;
 export type SizedService = (typeof SIZED_SERVICES)[number];
 const MEASURED_PROCS = [...SIZED_SERVICES, "nats-server"] as const;
 
@@ -51,7 +53,7 @@ export interface SizingInputs extends SizingPlan {
 /** The plan docs/deploy.md's table uses: 60% busy, the manifests' CPU limits, 30 days. */
 export const DEFAULT_PLAN: SizingPlan = {
   utilisation: 0.6,
-  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1 },
+  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1, indexer: 1 },
   retentionSec: 30 * 86_400,
 };
 
@@ -76,9 +78,22 @@ export interface SizingRow {
 /** Events a job stores (`.run`, `.job`, `.cb` subjects) plus its one view key. */
 const MESSAGES_PER_JOB = 3 + 1;
 
-/** Jobs per second one active projector can fold at the planned utilisation. */
-export function projectorLimit(inputs: SizingInputs): number {
-  return Math.floor((1_000_000 / inputs.cpuUsPerJob.projector) * inputs.utilisation);
+/**
+ * Jobs per second the slower of the two single-writer folds (the projector, the indexer) keeps up
+ * with at the planned utilisation, and which one it is.
+ */
+export function foldLimit(inputs: SizingInputs): {
+  readonly service: (typeof ACTIVE_STANDBY)[number];
+  readonly jobsPerSec: number;
+} {
+  const [service] = [...ACTIVE_STANDBY].sort(
+    (a, b) => inputs.cpuUsPerJob[b] - inputs.cpuUsPerJob[a],
+  );
+  const slowest = service ?? "projector";
+  return {
+    service: slowest,
+    jobsPerSec: Math.floor((1_000_000 / inputs.cpuUsPerJob[slowest]) * inputs.utilisation),
+  };
 }
 
 export function sizeFor(rate: number, inputs: SizingInputs): SizingRow {
@@ -88,17 +103,18 @@ export function sizeFor(rate: number, inputs: SizingInputs): SizingRow {
   for (const service of SIZED_SERVICES) {
     const cores = coresOf(inputs.cpuUsPerJob[service]);
     serviceCores += cores;
-    // The projector is active/standby: one folds, one waits.
-    replicas[service] =
-      service === "projector" ? 2 : Math.max(2, Math.ceil(cores / inputs.coresPerPod[service]));
+    // The projector and the indexer are active/standby: one folds, one waits.
+    replicas[service] = (ACTIVE_STANDBY as readonly string[]).includes(service)
+      ? 2
+      : Math.max(2, Math.ceil(cores / inputs.coresPerPod[service]));
   }
   const natsLeaderCores = coresOf(inputs.cpuUsPerJob["nats-server"]);
   const natsFollowerCores = natsLeaderCores / 2;
   const bytesPerJob = inputs.storedBytesPerJob.events + inputs.storedBytesPerJob.views;
-  const limit = projectorLimit(inputs);
+  const limit = foldLimit(inputs);
   const beyond =
-    rate > limit
-      ? `one active projector folds at most about ${limit.toLocaleString("en-US")} jobs/s`
+    rate > limit.jobsPerSec
+      ? `one active ${limit.service} folds at most about ${limit.jobsPerSec.toLocaleString("en-US")} jobs/s`
       : undefined;
   return {
     rate,
@@ -194,12 +210,12 @@ export function renderSizing(rows: readonly SizingRow[], retentionSec: number): 
   const cores = (n: number) => n.toFixed(1);
   const days = `${Math.round((retentionSec / 86_400) * 10) / 10} d`;
   const lines = [
-    `| jobs/s | ingress | executor | callback | projector | NATS stream leader / each follower (cores) | all cores | JetStream stored per node: per day / over ${days} | holds? |`,
-    "|---|---|---|---|---|---|---|---|---|",
+    `| jobs/s | ingress | executor | callback | projector | indexer | NATS stream leader / each follower (cores) | all cores | JetStream stored per node: per day / over ${days} | holds? |`,
+    "|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.rate.toLocaleString("en-US")} | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} (1 active) | ${cores(r.natsLeaderCores)} / ${cores(r.natsFollowerCores)} | ${cores(r.totalCores)} | ${formatBytes(r.storedBytesPerDayPerNode)} / ${formatBytes(r.storedBytesPerNode)} | ${r.beyond ? `no: ${r.beyond}` : "yes"} |`,
+      `| ${r.rate.toLocaleString("en-US")} | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} (1 active) | ${r.replicas.indexer} (1 active) | ${cores(r.natsLeaderCores)} / ${cores(r.natsFollowerCores)} | ${cores(r.totalCores)} | ${formatBytes(r.storedBytesPerDayPerNode)} / ${formatBytes(r.storedBytesPerNode)} | ${r.beyond ? `no: ${r.beyond}` : "yes"} |`,
     );
   }
   return lines.join("\n");

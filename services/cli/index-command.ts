@@ -18,7 +18,7 @@ export async function openConfiguredIndex(config: Config): Promise<IndexStore | 
 
 /**
  * `switchyard index rebuild`: empties the search index and folds the whole events stream into it
- * again (stop the projector service, which runs the indexer, first). Progress and ETA on a TTY.
+ * again (stop the indexer service first). Progress and ETA on a TTY.
  */
 export async function runIndexRebuild(deps: {
   readonly hub: HubConnection;

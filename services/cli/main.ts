@@ -82,7 +82,7 @@ const SPECS = {
   status: { usage: "usage: switchyard status" },
   "index rebuild": {
     usage:
-      "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again (stop the projector first; needs the config file)",
+      "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again (stop the indexer service first; needs the config file)",
   },
   migrate: {
     usage:

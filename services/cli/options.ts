@@ -24,4 +24,4 @@ export const AUDIT_VERIFY_OPTIONS = {
 } as const;
 
 /** The services `switchyard serve` runs (services/runtime/run.ts SERVICE_NAMES). */
-export const SERVICE_NAMES = ["ingress", "projector", "executor", "callback"] as const;
+export const SERVICE_NAMES = ["ingress", "projector", "indexer", "executor", "callback"] as const;

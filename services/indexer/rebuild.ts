@@ -17,8 +17,8 @@ export interface IndexRebuildDeps {
 
 /**
  * `switchyard index rebuild`: empties the index and folds the whole events stream into it again,
- * then leaves the durable at the head for the indexer. Stop the projector service (which runs the
- * indexer) first: one writer at a time.
+ * then leaves the durable at the head for the indexer. Stop the indexer service first: one writer
+ * at a time.
  */
 export async function rebuildIndex(
   deps: IndexRebuildDeps,

@@ -23,7 +23,7 @@ import { checkAnswerCaps } from "./limits.ts";
 import { createReloader, type ReloadOutcome } from "./reload.ts";
 import { startSearchIndex } from "./search-index.ts";
 
-export const SERVICE_NAMES = ["ingress", "projector", "executor", "callback"] as const;
+export const SERVICE_NAMES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export interface RunDeps {
@@ -58,7 +58,7 @@ interface Stoppable {
 
 /**
  * Starts the named services in this process over one NATS connection. `switchyard up` starts all
- * four; Kubernetes runs one per pod with `switchyard serve <name>`.
+ * five; Kubernetes runs one per pod with `switchyard serve <name>`.
  */
 export async function startServices(
   services: readonly ServiceName[],
@@ -143,7 +143,7 @@ interface PartsContext {
   readonly ready: () => Promise<boolean>;
   /** Filled as parts start, so a failure can stop what already runs. */
   readonly stoppables: Stoppable[];
-  /** The search index (issue 16): read by the ingress, written by the projector's indexer. */
+  /** The search index (issue 16): read by the ingress, written by the indexer. */
   readonly search: Awaited<ReturnType<typeof startSearchIndex>>;
   readonly tracing: { readonly tracing?: Tracing };
 }
@@ -200,6 +200,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     stoppables.push({ name: "executor", stop: executor.stop });
   }
   if (services.includes("projector")) await startProjector(ctx);
+  if (services.includes("indexer")) await ctx.search.startIndexer(stoppables);
   if (services.includes("callback")) {
     const { callbackSettings, createCallbackService } = await import("../callback/index.ts");
     const callback = createCallbackService({
@@ -243,7 +244,6 @@ async function startProjector(ctx: PartsContext): Promise<void> {
   });
   await projector.start();
   stoppables.push({ name: "projector", stop: projector.stop });
-  await ctx.search.startIndexer(stoppables);
   const { startAuditCheckpoints } = await import("./audit.ts");
   const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
   if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });

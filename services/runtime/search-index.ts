@@ -18,7 +18,7 @@ interface Stoppable {
 
 /**
  * The search index in one process: one store shared by the ingress (GET /jobs, the operator API)
- * and the indexer, which runs with the projector (one writer, like the projector itself).
+ * and the indexer service (one writer at a time, on its own lease, like the projector).
  */
 export async function startSearchIndex(deps: {
   readonly services: readonly ServiceName[];
@@ -29,13 +29,19 @@ export async function startSearchIndex(deps: {
   const { config } = deps;
   const wanted =
     config.index.enabled &&
-    (deps.services.includes("ingress") || deps.services.includes("projector"));
+    (deps.services.includes("ingress") || deps.services.includes("indexer"));
   const store: IndexStore | undefined = wanted ? await openIndexStore(config.index) : undefined;
   return {
     // The APIs read through a guard: a failing backend answers 503, the indexer sees the error.
     ingress: store ? { index: readsAnswerUnavailable(store) } : {},
     async startIndexer(stoppables: Stoppable[]) {
-      if (!store) return;
+      if (!store) {
+        deps.logger.warn(
+          { component: "indexer" },
+          "index.enabled is false: the indexer service has nothing to do",
+        );
+        return;
+      }
       const indexer = createIndexer({
         js: deps.hub.js,
         jsm: deps.hub.jsm,
@@ -52,6 +58,7 @@ export async function startSearchIndex(deps: {
         logger: deps.logger.child({ component: "indexer" }),
       });
       await lease.start({ lead: indexer.start, standDown: indexer.stop });
+      if (!lease.holding()) deps.logger.info({ component: "indexer" }, "indexer standing by");
       stoppables.push({ name: "indexer", stop: lease.stop });
     },
     async close() {

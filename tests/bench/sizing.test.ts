@@ -3,10 +3,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   DEFAULT_PLAN,
+  foldLimit,
   formatBytes,
   inputsFromFixture,
   inputsFromResults,
-  projectorLimit,
   renderSizing,
   sizeFor,
 } from "../../bench/lib/sizing.ts";
@@ -15,9 +15,16 @@ const ROOT = join(import.meta.dir, "../..");
 
 const inputs = {
   utilisation: 0.5,
-  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1 },
+  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1, indexer: 1 },
   retentionSec: 10 * 86_400,
-  cpuUsPerJob: { ingress: 100, executor: 200, callback: 300, projector: 250, "nats-server": 400 },
+  cpuUsPerJob: {
+    ingress: 100,
+    executor: 200,
+    callback: 300,
+    projector: 250,
+    indexer: 150,
+    "nats-server": 400,
+  },
   storedBytesPerJob: { events: 1_500, views: 500 },
 } as const;
 
@@ -25,7 +32,13 @@ describe("sizing model", () => {
   test("given CPU per job, replicas follow rate × µs ÷ utilisation ÷ cores per pod, at least two", () => {
     const row = sizeFor(1_000, inputs);
     // ingress 1000 × 100 µs = 0.1 core ÷ 0.5 = 0.2 → 2 (the floor); callback 0.6 ÷ 1 → 2.
-    expect(row.replicas).toEqual({ ingress: 2, executor: 2, callback: 2, projector: 2 });
+    expect(row.replicas).toEqual({
+      ingress: 2,
+      executor: 2,
+      callback: 2,
+      projector: 2,
+      indexer: 2,
+    });
     expect(row.natsLeaderCores).toBeCloseTo(0.8);
     expect(row.natsFollowerCores).toBeCloseTo(0.4);
     expect(row.beyond).toBeUndefined();
@@ -53,10 +66,15 @@ describe("sizing model", () => {
     expect(formatBytes(6_190_000_000_000)).toBe("6.2 TB");
   });
 
-  test("past what one active projector folds, the row says the model stops holding", () => {
-    expect(projectorLimit(inputs)).toBe(2_000); // 1 s ÷ 250 µs × 0.5
+  test("past what the slower single-writer fold keeps up with, the row says the model stops holding", () => {
+    expect(foldLimit(inputs)).toEqual({ service: "projector", jobsPerSec: 2_000 }); // 1 s ÷ 250 µs × 0.5
     expect(sizeFor(2_000, inputs).beyond).toBeUndefined();
     expect(sizeFor(2_001, inputs).beyond).toContain("one active projector");
+    // A slower indexer sets the limit instead, and stays active/standby at any rate.
+    const slowIndexer = { ...inputs, cpuUsPerJob: { ...inputs.cpuUsPerJob, indexer: 500 } };
+    expect(foldLimit(slowIndexer)).toEqual({ service: "indexer", jobsPerSec: 1_000 });
+    expect(sizeFor(1_001, slowIndexer).beyond).toContain("one active indexer");
+    expect(sizeFor(50_000, slowIndexer).replicas.indexer).toBe(2);
     expect(renderSizing([sizeFor(50_000, inputs)], inputs.retentionSec)).toContain("| 50,000 |");
   });
 
@@ -73,6 +91,7 @@ describe("sizing model", () => {
                   executor: 0.2,
                   callback: 0.3,
                   projector: 0.25,
+                  indexer: 0.15,
                   "nats-server": 0.4,
                 },
                 jetstream: {
@@ -104,7 +123,7 @@ describe("sizing model", () => {
 
   test("the committed inputs reproduce the table docs/deploy.md shows", () => {
     const fixture = JSON.parse(readFileSync(join(ROOT, "bench/sizing-inputs.json"), "utf8"));
-    expect(fixture.cpuUsPerJob.source).toContain("2026-11-23");
+    expect(fixture.cpuUsPerJob.source).toContain("2026-11-26 04:35");
     expect(fixture.storedBytesPerJob.source).toContain("SWITCHYARD_EVENTS");
     const fromFixture = inputsFromFixture(fixture, DEFAULT_PLAN);
     const table = renderSizing(

@@ -138,6 +138,7 @@ export const ALERT_SCENARIOS: readonly AlertScenario[] = [
     series: {
       'switchyard_service_info{service="ingress",instance="a"}': "1x10",
       'switchyard_service_info{service="projector",instance="b"}': "1x10",
+      'switchyard_service_info{service="indexer",instance="b"}': "1x10",
       'switchyard_service_info{service="executor",instance="c"}': "1x10",
     },
     evalTime: "6m",

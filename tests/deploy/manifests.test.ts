@@ -23,7 +23,7 @@ import {
   validateObject,
 } from "./k8s.ts";
 
-const SERVICES = ["ingress", "projector", "executor", "callback"] as const;
+const SERVICES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
 const RENDER_MS = 30_000;
 
 /** Every kustomization.yaml and what it refers to, by kind of reference. */
@@ -126,7 +126,7 @@ describe.each(OVERLAYS)("kustomize render of %s", (overlay) => {
     RENDER_MS,
   );
 
-  test("has the namespace, service account, four services and NATS", () => {
+  test("has the namespace, service account, five services and NATS", () => {
     const objects = render(overlay);
     named(objects, "Namespace", "switchyard");
     named(objects, "ServiceAccount", "switchyard");
@@ -143,7 +143,7 @@ describe.each(OVERLAYS)("kustomize render of %s", (overlay) => {
       });
       expect(c?.resources?.limits?.memory).toBeDefined();
     }
-    expect(byKind(objects, "Deployment").length).toBe(4);
+    expect(byKind(objects, "Deployment").length).toBe(SERVICES.length);
     const sts = named<IStatefulSet>(objects, "StatefulSet", "nats");
     expect(sts.spec?.serviceName).toBe("nats-headless");
     named(objects, "Service", "nats");
@@ -247,7 +247,7 @@ describe("overlays", () => {
     }
   });
 
-  test("base: every service runs more than one replica, the projector two (active and standby)", () => {
+  test("base: every service runs more than one replica, the projector and the indexer two (active and standby)", () => {
     const base = render("base");
     const hpa = named<{ spec: { minReplicas: number } }>(
       base,
@@ -255,14 +255,16 @@ describe("overlays", () => {
       "switchyard-ingress",
     );
     expect(hpa.spec.minReplicas).toBeGreaterThan(1);
-    for (const svc of ["projector", "executor", "callback"] as const) {
+    for (const svc of ["projector", "indexer", "executor", "callback"] as const) {
       const deployment = named<IDeployment>(base, "Deployment", `switchyard-${svc}`);
       expect(deployment.spec?.replicas ?? 1).toBeGreaterThan(1);
     }
     // One folds, one stands by; more would only add standbys. Prod keeps the base's count.
     for (const overlay of ["base", "overlays/prod", "overlays/prod-keda"] as const) {
-      const projector = named<IDeployment>(render(overlay), "Deployment", "switchyard-projector");
-      expect(projector.spec?.replicas).toBe(2);
+      for (const svc of ["projector", "indexer"] as const) {
+        const deployment = named<IDeployment>(render(overlay), "Deployment", `switchyard-${svc}`);
+        expect(deployment.spec?.replicas).toBe(2);
+      }
     }
     for (const overlay of OVERLAYS) {
       for (const d of byKind<IDeployment>(render(overlay), "Deployment")) {

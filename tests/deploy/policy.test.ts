@@ -171,7 +171,7 @@ describe("container policy checker (self-test)", () => {
 describe.each(OVERLAYS)("policy: %s", (overlay: Overlay) => {
   test("every container has probes, requests and limits, the security context and a pinned image", () => {
     const ws = workloads(render(overlay));
-    expect(ws.length).toBe(5);
+    expect(ws.length).toBe(6); // five hub services and NATS
     const problems = ws.flatMap((w) =>
       containersOf(w.pod).flatMap((c) =>
         containerProblems(w.pod, c).map((p) => `${w.kind}/${w.name}/${c.name}: ${p}`),
@@ -322,7 +322,7 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
     labels: { "k8s-app": "kube-dns" },
   };
   const policies = () => byKind<INetworkPolicy>(render(overlay), "NetworkPolicy");
-  const SERVICES = ["ingress", "projector", "executor", "callback"];
+  const SERVICES = ["ingress", "projector", "indexer", "executor", "callback"];
 
   test("a default deny for both directions exists", () => {
     const deny = policies().find((p) => p.metadata?.name === "default-deny-all");
@@ -337,7 +337,7 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
     for (const from of [internet, otherNamespacePod]) {
       expect(canConnect(ps, from, hub("ingress"), { port: 8080 })).toBe(true);
       expect(canConnect(ps, from, hub("ingress"), { port: 9090 })).toBe(false);
-      for (const svc of ["projector", "executor", "callback"]) {
+      for (const svc of ["projector", "indexer", "executor", "callback"]) {
         for (const port of [8080, 9090, 443]) {
           expect(canConnect(ps, from, hub(svc), { port })).toBe(false);
         }
@@ -371,7 +371,7 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
   test("hub services do not accept connections from each other", () => {
     const ps = policies();
     for (const a of SERVICES) {
-      for (const b of ["projector", "executor", "callback"]) {
+      for (const b of ["projector", "indexer", "executor", "callback"]) {
         expect(canConnect(ps, hub(a), hub(b), { port: 9090 })).toBe(false);
       }
     }

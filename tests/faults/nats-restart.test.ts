@@ -1,11 +1,12 @@
 import { expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { SERVICE_NAMES } from "../../services/runtime/run.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { Load, startCallbackReceiver, verifyEchoOutcomes } from "./checks.ts";
 import { faultYaml, getJob, hubProcs, startAllServices, submitRun } from "./procs.ts";
 
-// NATS SIGKILLed under load with the four services as separate processes, then started again on
+// NATS SIGKILLed under load with the five services as separate processes, then started again on
 // the same port and store. While it is away the ingress answers 503 + Retry-After + problem body
 // (POST and GET), never 202. Afterwards every 202 ends exactly once, no job is duplicated, every
 // callback is delivered once, and no service process was restarted by hand.
@@ -73,7 +74,7 @@ test("NATS killed and restarted mid-load: 503 while down, every 202 ends exactly
     withCallback,
   });
   expect(receiver.received.length).toBeGreaterThan(50);
-  for (const name of ["ingress", "projector", "executor", "callback"] as const) {
+  for (const name of SERVICE_NAMES) {
     expect(procs.running(name)).toBe(true);
     expect(procs.output(name)).toContain("nats reconnected");
   }

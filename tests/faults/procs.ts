@@ -109,6 +109,7 @@ const READY_LINE: Record<ServiceName | "up", RegExp> = {
   ingress: /"url":"(http:[^"]+)"/,
   up: /"url":"(http:[^"]+)"/,
   projector: /"msg":"projector (?:started|standing by)"/,
+  indexer: /"msg":"indexer (?:started|standing by)"|nothing to do/,
   executor: /"msg":"executor service started"/,
   callback: /"msg":"callback service started"/,
 };
@@ -215,7 +216,7 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
   };
 }
 
-/** Starts the four services as separate processes (ingress last, so its URL is set when this returns). */
+/** Starts the five services as separate processes (ingress last, so its URL is set when this returns). */
 export async function startAllServices(procs: HubProcs): Promise<void> {
   await Promise.all(SERVICE_NAMES.filter((s) => s !== "ingress").map((s) => procs.start(s)));
   await procs.start("ingress");

@@ -20,6 +20,8 @@ const SECRET = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const REPLICAS: ProcName[] = [
   "projector",
   "projector#2",
+  "indexer",
+  "indexer#2",
   "executor",
   "executor#2",
   "callback",

@@ -124,11 +124,11 @@ test("projector SIGKILLed mid-stream and restarted: GET falls back to the stream
   expect(missing).toEqual([]);
 }, 90_000);
 
-test("all four services SIGKILLed in turn under one load: exactly once, callbacks delivered once", async () => {
+test("all five services SIGKILLed in turn under one load: exactly once, callbacks delivered once", async () => {
   await using t = await setup();
   const { load, procs } = t;
   load.start(8);
-  const order: ProcName[] = ["executor", "callback", "projector", "ingress"];
+  const order: ProcName[] = ["executor", "callback", "projector", "indexer", "ingress"];
   for (const name of order) {
     const before = load.accepted.size;
     await waitFor(`load before killing the ${name}`, () => load.accepted.size >= before + 80, {

@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { compareVersions } from "../../services/cli/status-command.ts";
+import { SERVICE_NAMES } from "../../services/runtime/run.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -70,9 +71,7 @@ test("JetStream storage full: 503 storage_full, nothing half-written, recovery a
 
   // Raise the limit: every service restarts with the new config; the first one updates the stream.
   await procs.writeConfig(faultYaml({ natsUrl: nats.url, nats: { events_max_bytes: 8_388_608 } }));
-  for (const name of ["ingress", "projector", "executor", "callback"] as const) {
-    await procs.kill(name);
-  }
+  for (const name of SERVICE_NAMES) await procs.kill(name);
   await startAllServices(procs);
   expect((await jsm.streams.info(TOPOLOGY.eventsStream)).config.max_bytes).toBe(8_388_608);
   // The refused requests go through now, with the same request_id.

@@ -28,7 +28,7 @@ beforeAll(async () => {
   hub = await startSecurityHub({
     clients: Object.entries(CLIENTS).map(([id, token]) => ({ id, token })),
     server: { max_body_bytes: MAX_BODY, auth_failures_per_minute: 1_000_000 },
-    services: ["ingress", "projector", "executor"],
+    services: ["ingress", "projector", "indexer", "executor"],
   });
   for (const client of Object.keys(CLIENTS) as ClientId[]) {
     for (let i = 0; i < 3; i++) {

@@ -99,7 +99,7 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
 
   const config = parseConfig(await readFile(configPath, "utf8"), {}, "v1 fixture");
   const { logger } = captureLogger();
-  hub = await startServices(["ingress", "projector", "executor", "callback"], {
+  hub = await startServices(["ingress", "projector", "indexer", "executor", "callback"], {
     config,
     logger,
     clock: systemClock,

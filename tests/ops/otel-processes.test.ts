@@ -3,7 +3,6 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
-import { SERVICE_NAMES, type ServiceName } from "../../services/runtime/run.ts";
 import { FAULT_CLIENT, faultYaml, getJob } from "../faults/procs.ts";
 import { startNats } from "../helpers/nats.ts";
 import { type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp.ts";
@@ -35,8 +34,15 @@ const ALLOWED_ATTRIBUTES = new Set([
   "error.type",
 ]);
 
+/**
+ * The services a job's trace passes through. The indexer folds the same events into the search
+ * index but makes no spans (it is on no job's path), so it is not started here.
+ */
+const TRACED_SERVICES = ["ingress", "projector", "executor", "callback"] as const;
+type TracedService = (typeof TRACED_SERVICES)[number];
+
 /** A line each service logs once it is serving (as tests/faults/procs.ts waits for). */
-const READY: Record<ServiceName, RegExp> = {
+const READY: Record<TracedService, RegExp> = {
   ingress: /"url":"(http:[^"]+)"/,
   projector: /"msg":"projector (?:started|standing by)"/,
   executor: /"msg":"executor service started"/,
@@ -55,7 +61,10 @@ const running = (proc: Subprocess) => proc.exitCode === null && proc.signalCode 
  * `switchyard serve <name>` with tracing on through the standard variables only; any OTEL_* of
  * the test's own environment is dropped so the process sees exactly these.
  */
-async function serve(name: ServiceName, env: Readonly<Record<string, string>>): Promise<ServeProc> {
+async function serve(
+  name: TracedService,
+  env: Readonly<Record<string, string>>,
+): Promise<ServeProc> {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([key]) => !key.startsWith("OTEL_")),
   );
@@ -214,7 +223,7 @@ test("four serve processes export one trace per job, parented across NATS messag
   await using nats = await startNats();
   await using otlp = startOtlpReceiver();
   const run = await runTracedJob({ natsUrl: nats.url, otlpEndpoint: otlp.endpoint });
-  expect(run.exitCodes).toEqual(SERVICE_NAMES.map(() => 0));
+  expect(run.exitCodes).toEqual(TRACED_SERVICES.map(() => 0));
 
   // Every span exported is this job's (polling GET /jobs makes none), in the caller's one trace,
   // made by all four processes.
@@ -222,7 +231,7 @@ test("four serve processes export one trace per job, parented across NATS messag
   expect(spans.filter((s) => s.attributes.job_id !== run.jobId)).toEqual([]);
   expect(new Set(spans.map((s) => s.traceId))).toEqual(new Set([CALLER_TRACE]));
   expect(new Set(spans.map((s) => s.service))).toEqual(
-    new Set(SERVICE_NAMES.map((s) => `switchyard-${s}`)),
+    new Set(TRACED_SERVICES.map((s) => `switchyard-${s}`)),
   );
   for (const s of spans) expect(`${s.name}: ${s.service}`).toBe(`${s.name}: ${PROCESS_OF[s.name]}`);
   const accepts = named(spans, "POST /run");
