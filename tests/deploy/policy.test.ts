@@ -368,6 +368,19 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
     expect(canConnect(ps, nats, internet, { port: 443 })).toBe(false);
   });
 
+  test("the ingress and the indexer reach the search index's PostgreSQL on 5432; the projector and NATS do not", () => {
+    const ps = policies();
+    const database: Peer = { kind: "ip", ip: "10.20.30.40" };
+    for (const svc of SERVICES) {
+      // Executor and callback reach any outside address anyway (HTTP executors, callback URLs).
+      const mayReach = svc !== "projector";
+      expect(canConnect(ps, hub(svc), database, { port: 5432 })).toBe(mayReach);
+      expect(canConnect(ps, hub(svc), metadataService, { port: 5432 })).toBe(false);
+    }
+    expect(canConnect(ps, hub("indexer"), internet, { port: 443 })).toBe(false);
+    expect(canConnect(ps, nats, database, { port: 5432 })).toBe(false);
+  });
+
   test("hub services do not accept connections from each other", () => {
     const ps = policies();
     for (const a of SERVICES) {
