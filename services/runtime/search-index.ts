@@ -36,7 +36,9 @@ export async function startSearchIndex(deps: {
     ingress: store ? { index: readsAnswerUnavailable(store) } : {},
     async startIndexer(stoppables: Stoppable[]) {
       if (!store) {
-        deps.logger.warn(
+        // A warning where the indexer runs alone (a pod deployed for nothing), a note in `up`.
+        const level = deps.services.length === 1 ? "warn" : "info";
+        deps.logger[level](
           { component: "indexer" },
           "index.enabled is false: the indexer service has nothing to do",
         );

@@ -1,0 +1,83 @@
+import { describe, expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { INDEX_CONSUMER } from "../../services/indexer/index.ts";
+import { type ServiceName, startServices } from "../../services/runtime/run.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { systemClock } from "../../shared/clock/index.ts";
+import { parseConfig } from "../../shared/config/index.ts";
+import { randomIds } from "../../shared/ids/index.ts";
+import { DEFAULT_CLIENTS, hubYaml } from "../helpers/hub.ts";
+import { captureLogger } from "../helpers/logs.ts";
+import { startNats, type TestNats } from "../helpers/nats.ts";
+
+// The search index is written by a service of its own (`switchyard serve indexer`), not by the
+// projector's process: docs/architecture.md, "Indexer".
+
+async function serve(nats: TestNats, services: readonly ServiceName[], extra = "") {
+  const { logger, logs } = captureLogger();
+  const config = parseConfig(hubYaml(nats.url, DEFAULT_CLIENTS, extra), {}, "indexer test");
+  const running = await startServices(services, {
+    config,
+    logger,
+    clock: systemClock,
+    ids: randomIds,
+  });
+  return { running, logs };
+}
+
+const lines = (logs: string, text: string) =>
+  logs
+    .split("\n")
+    .filter((line) => line.includes(text))
+    .map((line) => JSON.parse(line) as { level: number; msg: string });
+
+async function consumerNames(nats: TestNats): Promise<string[]> {
+  const jsm = await jetstreamManager(nats.nc);
+  const names: string[] = [];
+  for await (const c of jsm.consumers.list(TOPOLOGY.eventsStream)) names.push(c.name);
+  return names;
+}
+
+describe("the indexer service", () => {
+  test("given a projector alone, when it runs, then no index durable exists: it writes no index", async () => {
+    await using nats = await startNats();
+    const projector = await serve(nats, ["projector"]);
+    try {
+      expect(projector.logs()).toContain("projector started");
+      expect(await consumerNames(nats)).not.toContain(INDEX_CONSUMER);
+      expect(projector.logs()).not.toContain("indexer started");
+    } finally {
+      await projector.running.stop();
+    }
+  });
+
+  test("given two indexer processes, then one folds into the index and the other stands by", async () => {
+    await using nats = await startNats();
+    const first = await serve(nats, ["indexer"]);
+    const second = await serve(nats, ["indexer"]);
+    try {
+      expect(lines(first.logs(), "indexer started")).toHaveLength(1);
+      expect(await consumerNames(nats)).toContain(INDEX_CONSUMER);
+      expect(lines(second.logs(), "indexer standing by")).toHaveLength(1);
+      expect(second.logs()).not.toContain("indexer started");
+    } finally {
+      await second.running.stop();
+      await first.running.stop();
+    }
+  });
+
+  test("given index.enabled false, then it says it has nothing to do: a warning alone, a note beside other services", async () => {
+    await using nats = await startNats();
+    const off = "index: { enabled: false }";
+    const alone = await serve(nats, ["indexer"], off);
+    const beside = await serve(nats, ["projector", "indexer"], off);
+    try {
+      expect(lines(alone.logs(), "nothing to do").map((l) => l.level)).toEqual([40]);
+      expect(lines(beside.logs(), "nothing to do").map((l) => l.level)).toEqual([30]);
+      expect(await consumerNames(nats)).not.toContain(INDEX_CONSUMER);
+    } finally {
+      await beside.running.stop();
+      await alone.running.stop();
+    }
+  });
+});
