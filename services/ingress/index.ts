@@ -123,6 +123,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       replicas: config.nats.replicas,
       logger,
     },
+    appended: reader.appended,
     now: () => clock.now().getTime(),
     maxBodyBytes,
   });

@@ -3,6 +3,7 @@ import type { KV } from "@nats-io/kv";
 import { readLastEvent } from "../bus/read.ts";
 import { jobViewKey } from "../bus/subjects.ts";
 import { evolve, type JobState, type JobView } from "../domain/index.ts";
+import { GenerationalMap } from "./generations.ts";
 import type { JobViewCache } from "./view-cache.ts";
 
 export interface JobReader {
@@ -10,7 +11,15 @@ export interface JobReader {
   get(clientId: string, jobId: string): Promise<JobView | null>;
   /** The view from the in-process cache only (no I/O); undefined when not cached. */
   cached?(clientId: string, jobId: string): JobView | undefined;
+  /**
+   * This process appended an event of the job at stream sequence `seq` (a client's cancel): until
+   * the view has applied it, `get` folds the job from the stream instead of serving the older view.
+   */
+  appended(clientId: string, jobId: string, seq: number): void;
 }
+
+/** Appends remembered for read-your-writes; older ones drop out (their views caught up long ago). */
+const APPENDS_REMEMBERED = 10_000;
 
 const decoder = new TextDecoder();
 
@@ -26,6 +35,15 @@ export function createJobReader(deps: {
   readonly cache?: JobViewCache;
 }): JobReader {
   const { cache } = deps;
+  /** Jobs this process appended to, by view key: the sequence their view must reach. */
+  const appends = new GenerationalMap<number>(APPENDS_REMEMBERED);
+  /** Whether a view misses an append of this process (it is then read from the stream). */
+  const behind = (key: string, view: JobView): boolean => {
+    const seq = appends.get(key);
+    if (seq === undefined) return false;
+    if (view.seq >= seq) appends.delete(key);
+    return view.seq < seq;
+  };
   const fromStream = async (clientId: string, jobId: string): Promise<JobView | null> => {
     const run = await readLastEvent(deps.jsm, clientId, jobId, "run");
     if (!run) return null;
@@ -47,15 +65,21 @@ export function createJobReader(deps: {
     async get(clientId, jobId) {
       const key = jobViewKey(clientId, jobId);
       const hit = cache?.get(key);
-      if (hit) return hit;
+      if (hit && !behind(key, hit)) return hit;
       const entry = await deps.kv.get(key);
       if (entry && entry.operation === "PUT" && entry.length > 0) {
         const view = JSON.parse(decoder.decode(entry.value)) as JobView;
-        cache?.remember(key, entry.revision, view);
-        return view;
+        if (!behind(key, view)) {
+          cache?.remember(key, entry.revision, view);
+          return view;
+        }
       }
       return fromStream(clientId, jobId);
     },
     cached: (clientId, jobId) => cache?.get(jobViewKey(clientId, jobId)),
+    appended(clientId, jobId, seq) {
+      const key = jobViewKey(clientId, jobId);
+      appends.set(key, Math.max(seq, appends.get(key) ?? 0));
+    },
   };
 }
