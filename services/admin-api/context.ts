@@ -32,6 +32,8 @@ export interface AdminContext {
   readonly logger: Logger;
   /** The address a request is attributed to (the ingress's rule, trusted proxies included). */
   readonly addressOf: (request: Request) => string;
+  /** A cancel appended the job's event at `seq`: this process's GET serves no older view. */
+  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
 }
 
 export const NO_STORE = { "cache-control": "no-store" };

@@ -35,6 +35,8 @@ export interface OperatorSurfaceDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly logger: Logger;
+  /** Read-your-writes for cancels made here (the ingress's job reader). */
+  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
 }
 
 /** The operator API and console as the ingress mounts them (services/ingress/index.ts). */
@@ -65,5 +67,6 @@ export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
     deriveJobId: deps.deriveJobId,
     logger: deps.logger,
     addressOf: deps.addressOf,
+    ...(deps.appended ? { appended: deps.appended } : {}),
   });
 }

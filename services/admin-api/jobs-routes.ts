@@ -98,6 +98,7 @@ export async function cancelAsOperator(
         detail: `The job already ended with status ${outcome.job.status}; nothing to cancel.`,
       });
     default: {
+      if (outcome.kind === "cancelled") ctx.appended?.(clientId, jobId, outcome.job.seq);
       const status = outcome.kind === "cancelled" ? 202 : 200;
       return json({ job: adminJob(outcome.job, caller.operator.read_payloads) }, status);
     }

@@ -110,6 +110,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     clock,
     ids: deps.ids,
     logger: logger.child({ component: "operator-api" }),
+    appended: reader.appended,
   });
   const jobsApi = createJobsApi({
     ...(deps.index ? { store: deps.index } : {}),

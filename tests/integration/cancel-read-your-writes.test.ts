@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { CLIENT_TOKENS, OPERATOR_TOKENS, startOperatorHub } from "../admin/operator-hub.ts";
 import { DEFAULT_CLIENTS, startHub } from "../helpers/hub.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -46,5 +47,45 @@ test("given a stale view, when the client cancels, then its next GET shows the c
     const seen = await get(job_id);
     expect(seen.status).toBe("error");
     expect(seen.error?.code).toBe("cancelled");
+  }
+});
+
+test("given a stale view, when an operator cancels through this ingress, then the client's next GET shows the cancel", async () => {
+  await using nats = await startNats();
+  const projector = await startOperatorHub({ nats, services: ["projector"] });
+  const ops = await startOperatorHub({ nats, services: ["ingress", "indexer", "executor"] });
+  try {
+    const token = CLIENT_TOKENS.acme;
+    const get = async (jobId: string) =>
+      (await (await ops.hub.request(`/jobs/${jobId}`, { token })).json()) as Job;
+    const res = await ops.hub.run({ request_id: "ryw-op", route: "demo.slow", input: "x" }, token);
+    expect(res.status).toBe(202);
+    const { job_id } = (await res.json()) as Job;
+    await waitFor("the dispatched view, and the job in the index", async () => {
+      const entry = await ops.hub.running.hub.jobs.get(`acme.${job_id}`);
+      const listed = (await (await ops.hub.request("/jobs", { token })).json()) as {
+        jobs: Job[];
+      };
+      return (
+        entry?.operation === "PUT" &&
+        entry.json<Job>().status === "dispatched" &&
+        listed.jobs.some((j) => j.job_id === job_id)
+      );
+    });
+    await projector.stop();
+
+    const cancel = await ops.admin(`/jobs/${job_id}/cancel`, OPERATOR_TOKENS.alice, {
+      method: "POST",
+    });
+    expect(cancel.status).toBe(202);
+    expect((await ops.hub.running.hub.jobs.get(`acme.${job_id}`))?.json<Job>().status).toBe(
+      "dispatched",
+    );
+    const seen = await get(job_id);
+    expect(seen.status).toBe("error");
+    expect(seen.error?.code).toBe("cancelled");
+  } finally {
+    await ops.stop();
+    await projector.stop();
   }
 });
