@@ -5,8 +5,9 @@
  *    in pairs: with the indexer service running, then without it (the indexer restarted with
  *    index.enabled false, so it idles, and the `index` durable removed). Per pair, the hub's CPU
  *    per job with ÷ without, and the index's own share: what the indexer and nats-server (where
- *    its deliveries land) spent more, over the hub's CPU without. The medians over the pairs are the figures: the whole hub's CPU per job moves
- *    by up to 35% from one loop to the next on a shared 2-core machine, more than the index costs.
+ *    its deliveries land) spent more, over the hub's CPU without. The medians over the pairs are
+ *    the figures: the whole hub's CPU per job moves by up to 35% from one loop to the next on a
+ *    shared 2-core machine, more than the index costs.
  * 2. 1,000,000 jobs indexed: list and search queries, p50 and p99 (bench/index.ts, own process).
  */
 import { randomBytes } from "node:crypto";

@@ -86,10 +86,8 @@ export function foldLimit(inputs: SizingInputs): {
   readonly service: (typeof ACTIVE_STANDBY)[number];
   readonly jobsPerSec: number;
 } {
-  const [service] = [...ACTIVE_STANDBY].sort(
-    (a, b) => inputs.cpuUsPerJob[b] - inputs.cpuUsPerJob[a],
-  );
-  const slowest = service ?? "projector";
+  const { projector, indexer } = inputs.cpuUsPerJob;
+  const slowest = indexer > projector ? "indexer" : "projector";
   return {
     service: slowest,
     jobsPerSec: Math.floor((1_000_000 / inputs.cpuUsPerJob[slowest]) * inputs.utilisation),

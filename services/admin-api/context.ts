@@ -32,7 +32,7 @@ export interface AdminContext {
   readonly logger: Logger;
   /** The address a request is attributed to (the ingress's rule, trusted proxies included). */
   readonly addressOf: (request: Request) => string;
-  /** A cancel appended the job's event at `seq`: this process's GET serves no older view. */
+  /** Passed to cancels made here (shared/actions CancelDeps `appended`): read-your-writes. */
   readonly appended?: (clientId: string, jobId: string, seq: number) => void;
 }
 

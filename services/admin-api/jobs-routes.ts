@@ -83,6 +83,7 @@ export async function cancelAsOperator(
       route: ctx.routes.route,
       replicas: ctx.config.nats.replicas,
       logger: ctx.logger,
+      ...(ctx.appended ? { appended: ctx.appended } : {}),
     },
     { clientId, jobId, by: { kind: "operator", id: caller.operator.id } },
   );
@@ -98,7 +99,6 @@ export async function cancelAsOperator(
         detail: `The job already ended with status ${outcome.job.status}; nothing to cancel.`,
       });
     default: {
-      if (outcome.kind === "cancelled") ctx.appended?.(clientId, jobId, outcome.job.seq);
       const status = outcome.kind === "cancelled" ? 202 : 200;
       return json({ job: adminJob(outcome.job, caller.operator.read_payloads) }, status);
     }

@@ -123,8 +123,8 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       route: routes.route,
       replicas: config.nats.replicas,
       logger,
+      appended: reader.appended,
     },
-    appended: reader.appended,
     now: () => clock.now().getTime(),
     maxBodyBytes,
   });

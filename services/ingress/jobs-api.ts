@@ -38,8 +38,6 @@ export interface JobsApiDeps {
   /** The search index; absent when `index.enabled` is false (GET /jobs answers 404). */
   readonly store?: IndexStore;
   readonly cancel: CancelDeps;
-  /** A cancel appended the job's event at `seq`: GET here serves no older view (read-your-writes). */
-  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
   readonly now: () => number;
   /** The body limit of the Client API (server.max_body_bytes): a cancel's body is read up to it. */
   readonly maxBodyBytes: number;
@@ -185,7 +183,6 @@ export function createJobsApi(deps: JobsApiDeps): JobsApi {
         case "already_cancelled":
           return json(toJobResource(outcome.job), 200);
         case "cancelled":
-          deps.appended?.(client.id, jobId, outcome.job.seq);
           return json(toJobResource(outcome.job), 202);
         default: {
           const unreachable: never = outcome;

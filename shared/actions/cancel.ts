@@ -28,6 +28,11 @@ export interface CancelDeps {
   readonly route: (key: string) => RouteConfig | undefined;
   readonly replicas: number;
   readonly logger?: Pick<Logger, "warn">;
+  /**
+   * Told the stream sequence of each cancel appended here, so that this process's GET serves no
+   * view older than it (read-your-writes: shared/jobs/reader.ts `appended`).
+   */
+  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
 }
 
 export type CancelOutcome =
@@ -100,6 +105,7 @@ export async function cancelJob(
       ? { kind: "already_cancelled", job: again.view }
       : { kind: "final", job: again.view };
   }
+  deps.appended?.(input.clientId, input.jobId, result.seq);
   const route = deps.route(run.data.route);
   const executor = route?.executor;
   await publishCancelNotice(

@@ -12,7 +12,7 @@ export interface JobReader {
   /** The view from the in-process cache only (no I/O); undefined when not cached. */
   cached?(clientId: string, jobId: string): JobView | undefined;
   /**
-   * This process appended an event of the job at stream sequence `seq` (a client's cancel): until
+   * This process appended an event of the job at stream sequence `seq` (a cancel): until
    * the view has applied it, `get` folds the job from the stream instead of serving the older view.
    */
   appended(clientId: string, jobId: string, seq: number): void;
