@@ -20,13 +20,14 @@ import { freePort, LOOPBACK, ROOT, registerCleanup, round, spawnChild } from "./
 import { startFloorPeer } from "./floor-peer.ts";
 import type { ProcessTable } from "./procs.ts";
 
-export const PEER_NAMES = ["bullmq", "pg", "floor"] as const;
+export const PEER_NAMES = ["bullmq", "pg", "floor", "floor-split"] as const;
 export type PeerName = (typeof PEER_NAMES)[number];
 
 export const PEER_LABELS: Record<PeerName, string> = {
   bullmq: "BullMQ peer (Fastify + BullMQ, Redis)",
   pg: "PostgreSQL peer (Fastify + graphile-worker)",
   floor: "JetStream floor (Fastify + nats.js, 3 events + 1 KV write)",
+  "floor-split": "split floor (the floor as server, executor, callback and views processes)",
 };
 
 /** What the benchmark needs from a running peer. */
@@ -247,9 +248,10 @@ export async function startPgPeer(deps: PeerDeps): Promise<Peer> {
 }
 
 export function startPeer(name: PeerName, deps: PeerDeps): Promise<Peer> {
-  if (name === "floor")
-    return startFloorPeer(deps, (count, what, timeoutSec) =>
-      waitEmpty(count, what, deps, timeoutSec),
-    );
+  if (name === "floor" || name === "floor-split")
+    return startFloorPeer(deps, {
+      name,
+      waitEmpty: (count, what, timeoutSec) => waitEmpty(count, what, deps, timeoutSec),
+    });
   return name === "bullmq" ? startBullmqPeer(deps) : startPgPeer(deps);
 }

@@ -314,6 +314,7 @@ export function goalInputs(r: BenchResults): GoalInputs {
     bullmq: peer("bullmq"),
     pg: peer("pg"),
     floor: peer("floor"),
+    floorSplit: peer("floor-split"),
   });
   const floor = e?.peers.floor;
   const floorProcs = r.systems.floor ?? [];
@@ -372,10 +373,17 @@ export function renderReport(r: BenchResults): string {
     ...costRows(r),
     ...cpuRows(r),
     "",
-    "goals (issue 14), with the JetStream floor's figure for the same target where it applies:",
+    "goals (issue 14), with the JetStream floors' figures for the same target where they apply:",
     ...table(
-      ["goal", "value", "target", "JetStream floor", "status"],
-      r.goals.map((g) => [g.goal, g.value, g.target, g.floor?.value ?? "", status(g.met, g.floor)]),
+      ["goal", "value", "target", "JetStream floor", "split floor", "status"],
+      r.goals.map((g) => [
+        g.goal,
+        g.value,
+        g.target,
+        g.floor?.value ?? "",
+        g.floorSplit?.value ?? "",
+        status(g),
+      ]),
     ),
     ...r.notes.map((n) => `note: ${n}`),
     "",

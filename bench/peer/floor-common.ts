@@ -20,6 +20,8 @@ export const FLOOR_BUCKET = "floor_jobs";
 export const FLOOR_WORKER = "floor-worker";
 /** Durable that writes each finished job's view to the KV bucket (the projector's part). */
 export const FLOOR_VIEWS = "floor-views";
+/** Durable of the split floor's callback step (job.done, as the hub's callback service). */
+export const FLOOR_CALLBACKS = "floor-callbacks";
 
 /** The run as stored in its run.requested event (subject floor.run.<job_id>). */
 export interface FloorRun {
@@ -37,16 +39,21 @@ export async function connectFloor(name: string) {
   return { nc, js: jetstream(nc) };
 }
 
-/** How many messages each durable may hold unacked. */
-export interface FloorWindows {
+/** How many messages each durable may hold unacked, and which floor it serves. */
+export interface FloorTopologyOptions {
   /** Runs in flight in the worker (the peers' PEER_CONCURRENCY). */
   readonly runsInFlight: number;
   /** job.done events the views fold holds: deeper, since its puts are pipelined. */
   readonly viewsInFlight: number;
+  /** The split floor: a callback durable on job.done too (executor and callback apart). */
+  readonly split?: boolean;
 }
 
-/** The stream, the views' bucket and both durables; idempotent, run by the benchmark first. */
-export async function createFloorTopology(natsUrl: string, windows: FloorWindows): Promise<void> {
+/** The stream, the views' bucket and the durables; idempotent, run by the benchmark first. */
+export async function createFloorTopology(
+  natsUrl: string,
+  options: FloorTopologyOptions,
+): Promise<void> {
   const nc = await connect({ servers: natsUrl, name: "floor-setup" });
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({
@@ -55,10 +62,12 @@ export async function createFloorTopology(natsUrl: string, windows: FloorWindows
     storage: StorageType.File,
   });
   await new Kvm(nc).create(FLOOR_BUCKET, { history: 1 });
-  for (const [durable, filter, maxAckPending] of [
-    [FLOOR_WORKER, "floor.run.>", windows.runsInFlight],
-    [FLOOR_VIEWS, "floor.done.>", windows.viewsInFlight],
-  ] as const) {
+  const durables: [string, string, number][] = [
+    [FLOOR_WORKER, "floor.run.>", options.runsInFlight],
+    [FLOOR_VIEWS, "floor.done.>", options.viewsInFlight],
+  ];
+  if (options.split) durables.push([FLOOR_CALLBACKS, "floor.done.>", options.runsInFlight]);
+  for (const [durable, filter, maxAckPending] of durables) {
     await jsm.consumers.add(FLOOR_STREAM, {
       durable_name: durable,
       filter_subject: filter,

@@ -1,37 +1,53 @@
 /**
- * The JetStream floor's worker: per job one delivery to run it and one to write its view.
+ * The JetStream floor's worker, in one of four roles (FLOOR_ROLE):
  *
- * - Runs: echo the input, store job.done (the finished view), send the signed callback (the
- *   peers' callback.ts), store callback.delivered, then ack. A failed callback naks the run with a
- *   delay, so it is redelivered and retried; the events carry Nats-Msg-Ids, so a retry stores
- *   none twice.
- * - Views: each job.done is put in the KV bucket as the job's view, acked once the put is stored.
+ * - `worker` (the floor): runs and views in one process, per job one delivery to run it and one
+ *   to write its view. Runs: echo the input, store job.done (the finished view), send the signed
+ *   callback (the peers' callback.ts), store callback.delivered, then ack.
+ * - `executor`, `callback`, `views` (the split floor): the same work split along the hub's
+ *   service boundaries, one process each. The executor stores job.done and acks; the callback
+ *   step consumes job.done (the callback URL rides in a header, as the hub's events carry what
+ *   the next step needs), delivers and stores callback.delivered; the views fold is unchanged.
+ *   Per job that is one delivery more (three), and two more processes woken.
  *
- * The consumers' max_ack_pending bounds the work in flight (PEER_CONCURRENCY runs, as the peers).
+ * A failed step naks its message with a delay, so it is redelivered and retried; the events
+ * carry Nats-Msg-Ids, so a retry stores none twice. Views: each job.done is put in the KV bucket
+ * as the job's view, acked once the put is stored. The consumers' max_ack_pending bounds the work
+ * in flight (PEER_CONCURRENCY runs, as the peers).
  *
- * Env: NATS_URL, WEBHOOK_SECRET. Prints "READY".
+ * Env: NATS_URL, WEBHOOK_SECRET, FLOOR_ROLE (default worker). Prints "READY".
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
+import { headers as natsHeaders } from "@nats-io/transport-node";
 import type { PeerJobView } from "./app.ts";
 import { createCallbackSender } from "./callback.ts";
 import {
   connectFloor,
   FLOOR_BUCKET,
+  FLOOR_CALLBACKS,
   FLOOR_STREAM,
   FLOOR_VIEWS,
   FLOOR_WORKER,
   type FloorRun,
 } from "./floor-common.ts";
 
-const { nc, js } = await connectFloor("floor-worker");
-const kv = await new Kvm(nc).open(FLOOR_BUCKET);
+const ROLES = ["worker", "executor", "callback", "views"] as const;
+type Role = (typeof ROLES)[number];
+const role = (process.env.FLOOR_ROLE ?? "worker") as Role;
+if (!ROLES.includes(role)) {
+  process.stderr.write(`FLOOR_ROLE must be one of ${ROLES.join(", ")}; got '${role}'\n`);
+  process.exit(2);
+}
+
+const { nc, js } = await connectFloor(`floor-${role}`);
 const sendCallback = createCallbackSender(process.env.WEBHOOK_SECRET ?? "");
 const RETRY_MS = 1_000;
+/** The job.done header carrying the run's callback URL to a separate callback step. */
+const CALLBACK_HEADER = "Floor-Callback-Url";
 
-async function runJob(m: JsMsg): Promise<void> {
-  const run = m.json<FloorRun>();
-  const view: PeerJobView = {
+function finishedView(run: FloorRun): PeerJobView {
+  return {
     job_id: run.job_id,
     request_id: run.request_id,
     route: run.route,
@@ -40,51 +56,65 @@ async function runJob(m: JsMsg): Promise<void> {
     completed_at: new Date().toISOString(),
     output: run.input,
   };
+}
+
+/** Sends the callback and stores callback.delivered. */
+async function deliver(url: string, view: PeerJobView, attempt: number): Promise<void> {
+  const started = Date.now();
+  await sendCallback(url, {
+    job_id: view.job_id,
+    request_id: view.request_id,
+    route: view.route,
+    output: view.output ?? "",
+    created_at: view.created_at,
+    completed_at: view.completed_at ?? "",
+  });
+  const delivered = { job_id: view.job_id, attempt, duration_ms: Date.now() - started };
+  await js.publish(`floor.cb.${view.job_id}`, JSON.stringify(delivered), {
+    msgID: `cb-${view.job_id}`,
+  });
+}
+
+async function runJob(m: JsMsg): Promise<void> {
+  const run = m.json<FloorRun>();
+  const view = finishedView(run);
+  // Split: the callback step needs the URL, which the view does not hold.
+  const carried = role === "executor" && run.callback_url ? natsHeaders() : undefined;
+  if (carried && run.callback_url) carried.set(CALLBACK_HEADER, run.callback_url);
   await js.publish(`floor.done.${run.job_id}`, JSON.stringify(view), {
     msgID: `done-${run.job_id}`,
+    ...(carried ? { headers: carried } : {}),
   });
-  if (run.callback_url) {
-    const started = Date.now();
-    await sendCallback(run.callback_url, {
-      job_id: view.job_id,
-      request_id: view.request_id,
-      route: view.route,
-      output: run.input,
-      created_at: view.created_at,
-      completed_at: view.completed_at ?? "",
-    });
-    const delivered = {
-      job_id: run.job_id,
-      attempt: m.info.deliveryCount,
-      duration_ms: Date.now() - started,
-    };
-    await js.publish(`floor.cb.${run.job_id}`, JSON.stringify(delivered), {
-      msgID: `cb-${run.job_id}`,
-    });
+  if (role === "worker" && run.callback_url) {
+    await deliver(run.callback_url, view, m.info.deliveryCount);
   }
   m.ack();
 }
 
-async function consumeRuns(): Promise<void> {
-  const consumer = await js.consumers.get(FLOOR_STREAM, FLOOR_WORKER);
+async function callbackJob(m: JsMsg): Promise<void> {
+  const url = m.headers?.get(CALLBACK_HEADER);
+  if (url) await deliver(url, m.json<PeerJobView>(), m.info.deliveryCount);
+  m.ack();
+}
+
+async function consume(durable: string, step: (m: JsMsg) => Promise<void>): Promise<void> {
+  const consumer = await js.consumers.get(FLOOR_STREAM, durable);
   for await (const m of await consumer.consume({ max_messages: 256 })) {
-    runJob(m).catch(() => m.nak(RETRY_MS));
+    step(m).catch(() => m.nak(RETRY_MS));
   }
 }
 
 async function consumeViews(): Promise<void> {
-  const consumer = await js.consumers.get(FLOOR_STREAM, FLOOR_VIEWS);
-  for await (const m of await consumer.consume({ max_messages: 256 })) {
+  const kv = await new Kvm(nc).open(FLOOR_BUCKET);
+  await consume(FLOOR_VIEWS, (m) => {
     const jobId = m.subject.slice("floor.done.".length);
-    kv.put(jobId, m.data).then(
-      () => m.ack(),
-      () => m.nak(RETRY_MS),
-    );
-  }
+    return kv.put(jobId, m.data).then(() => m.ack());
+  });
 }
 
-void consumeRuns();
-void consumeViews();
+if (role === "worker" || role === "executor") void consume(FLOOR_WORKER, runJob);
+if (role === "worker" || role === "views") void consumeViews();
+if (role === "callback") void consume(FLOOR_CALLBACKS, callbackJob);
 process.stdout.write("READY\n");
 const stop = async () => {
   await nc.drain();

@@ -1,7 +1,9 @@
 /**
  * The JetStream floor (bench/peer/floor-*.ts) is only a bound for the hub if it does the work it
  * claims: an idempotent run, a view GET can read, a verified signed callback retried until it is
- * delivered, and three stored events per job with none stored twice. Real nats-server, real HTTP.
+ * delivered, and three stored events per job with none stored twice. The same holds for the split
+ * floor (its executor, callback step and views fold as processes of their own). Real nats-server,
+ * real HTTP.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -12,15 +14,38 @@ import { waitFor } from "../helpers/wait.ts";
 
 const TOKEN = "floor-test-token";
 const SECRET = generateWebhookSecret();
-let nats: TestNats;
-let base = "";
 let receiver: ReturnType<typeof Bun.serve>;
-const children: ReturnType<typeof Bun.spawn>[] = [];
 /** Verified callbacks by job id; the first to /cb-flaky per job is refused with 503. */
 const delivered = new Map<string, number>();
 const refused = new Set<string>();
 
-async function spawnFloor(script: string, env: Record<string, string>, ready: RegExp) {
+beforeAll(() => {
+  receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const body = await request.text();
+      const verified = verifyWebhook(body, request.headers, [SECRET]);
+      const jobId = (JSON.parse(body) as { data: { job_id: string } }).data.job_id;
+      if (new URL(request.url).pathname === "/cb-flaky" && !refused.has(jobId)) {
+        refused.add(jobId);
+        return new Response(null, { status: 503 });
+      }
+      expect(verified.id).toBe(`msg_${jobId}`);
+      delivered.set(jobId, (delivered.get(jobId) ?? 0) + 1);
+      return new Response(null, { status: 204 });
+    },
+  });
+});
+
+afterAll(() => receiver.stop(true));
+
+async function spawnFloor(
+  children: ReturnType<typeof Bun.spawn>[],
+  script: string,
+  env: Record<string, string>,
+) {
+  const ready = /READY|LISTENING (\d+)/;
   const child = Bun.spawn([process.execPath, script], {
     env: { ...process.env, ...env },
     stdout: "pipe",
@@ -38,97 +63,96 @@ async function spawnFloor(script: string, env: Record<string, string>, ready: Re
   return out;
 }
 
-beforeAll(async () => {
-  nats = await startNats();
-  await createFloorTopology(nats.url, { runsInFlight: 64, viewsInFlight: 1024 });
-  receiver = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      const body = await request.text();
-      const verified = verifyWebhook(body, request.headers, [SECRET]);
-      const jobId = (JSON.parse(body) as { data: { job_id: string } }).data.job_id;
-      if (new URL(request.url).pathname === "/cb-flaky" && !refused.has(jobId)) {
-        refused.add(jobId);
-        return new Response(null, { status: 503 });
+/** One floor: its own nats-server, its worker processes (FLOOR_ROLE each) and its server. */
+function describeFloor(name: string, roles: readonly string[]) {
+  describe(name, () => {
+    let nats: TestNats;
+    let base = "";
+    const children: ReturnType<typeof Bun.spawn>[] = [];
+    const prefix = `${name.replaceAll(" ", "-")}-`;
+
+    beforeAll(async () => {
+      nats = await startNats();
+      await createFloorTopology(nats.url, {
+        runsInFlight: 64,
+        viewsInFlight: 1024,
+        split: roles.length > 1,
+      });
+      const env = { NATS_URL: nats.url, PEER_TOKEN: TOKEN, WEBHOOK_SECRET: SECRET, PORT: "0" };
+      for (const role of roles) {
+        await spawnFloor(children, "bench/peer/floor-worker.ts", { ...env, FLOOR_ROLE: role });
       }
-      expect(verified.id).toBe(`msg_${jobId}`);
-      delivered.set(jobId, (delivered.get(jobId) ?? 0) + 1);
-      return new Response(null, { status: 204 });
-    },
-  });
-  const env = { NATS_URL: nats.url, PEER_TOKEN: TOKEN, WEBHOOK_SECRET: SECRET, PORT: "0" };
-  await spawnFloor("bench/peer/floor-worker.ts", env, /READY/);
-  const line = await spawnFloor("bench/peer/floor-server.ts", env, /LISTENING (\d+)/);
-  base = `http://127.0.0.1:${/LISTENING (\d+)/.exec(line)?.[1]}`;
-});
+      const line = await spawnFloor(children, "bench/peer/floor-server.ts", env);
+      base = `http://127.0.0.1:${/LISTENING (\d+)/.exec(line)?.[1]}`;
+    });
 
-afterAll(async () => {
-  for (const child of children) child.kill();
-  await Promise.all(children.map((c) => c.exited));
-  receiver.stop(true);
-  await nats.stop();
-});
+    afterAll(async () => {
+      for (const child of children) child.kill();
+      await Promise.all(children.map((c) => c.exited));
+      await nats.stop();
+    });
 
-async function run(requestId: string, callbackPath: string, token = TOKEN) {
-  const res = await fetch(`${base}/run`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      request_id: requestId,
-      route: "bench.echo",
-      input: `input of ${requestId}`,
-      callback_url: `http://127.0.0.1:${receiver.port}${callbackPath}`,
-    }),
+    async function run(requestId: string, callbackPath: string, token = TOKEN) {
+      const res = await fetch(`${base}/run`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          request_id: `${prefix}${requestId}`,
+          route: "bench.echo",
+          input: `input of ${requestId}`,
+          callback_url: `http://127.0.0.1:${receiver.port}${callbackPath}`,
+        }),
+      });
+      return { status: res.status, body: (await res.json()) as { job_id: string } };
+    }
+
+    const storedFor = async (jobId: string) => {
+      const info = await (await jetstreamManager(nats.nc)).streams.info(FLOOR_STREAM, {
+        subjects_filter: `floor.*.${jobId}`,
+      });
+      return info.state.subjects ?? {};
+    };
+
+    test("a replayed request_id names the same job, whose run is stored once; GET serves its view", async () => {
+      const first = await run("replayed", "/cb");
+      const again = await run("replayed", "/cb");
+      expect(first.status).toBe(202);
+      expect(again.body.job_id).toBe(first.body.job_id);
+      const jobId = first.body.job_id;
+      await waitFor("the callback", () => delivered.has(jobId));
+      const view = await waitFor("the view", async () => {
+        const res = await fetch(`${base}/jobs/${jobId}`, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        });
+        return res.ok ? ((await res.json()) as { status: string; output: string }) : undefined;
+      });
+      expect(view).toMatchObject({ status: "done", output: "input of replayed" });
+      expect(await storedFor(jobId)).toEqual({
+        [`floor.run.${jobId}`]: 1,
+        [`floor.done.${jobId}`]: 1,
+        [`floor.cb.${jobId}`]: 1,
+      });
+      expect(delivered.get(jobId)).toBe(1);
+    });
+
+    test("a refused callback is retried until delivered, and no event is stored twice", async () => {
+      const { body } = await run("retried", "/cb-flaky");
+      await waitFor("the retried callback", () => delivered.get(body.job_id) === 1, {
+        timeoutMs: 15_000,
+      });
+      expect(refused.has(body.job_id)).toBe(true);
+      expect(Object.values(await storedFor(body.job_id))).toEqual([1, 1, 1]);
+    });
+
+    test("a wrong token is refused with 401 and stores nothing", async () => {
+      const jsm = await jetstreamManager(nats.nc);
+      const before = (await jsm.streams.info(FLOOR_STREAM)).state.messages;
+      const res = await run("unauthorised", "/cb", "wrong");
+      expect(res.status).toBe(401);
+      expect((await jsm.streams.info(FLOOR_STREAM)).state.messages).toBe(before);
+    });
   });
-  return { status: res.status, body: (await res.json()) as { job_id: string } };
 }
 
-const storedFor = async (jobId: string) => {
-  const info = await (await jetstreamManager(nats.nc)).streams.info(FLOOR_STREAM, {
-    subjects_filter: `floor.*.${jobId}`,
-  });
-  return info.state.subjects ?? {};
-};
-
-describe("the JetStream floor", () => {
-  test("a replayed request_id names the same job, whose run is stored once; GET serves its view", async () => {
-    const first = await run("replayed", "/cb");
-    const again = await run("replayed", "/cb");
-    expect(first.status).toBe(202);
-    expect(again.body.job_id).toBe(first.body.job_id);
-    const jobId = first.body.job_id;
-    await waitFor("the callback", () => delivered.has(jobId));
-    const view = await waitFor("the view", async () => {
-      const res = await fetch(`${base}/jobs/${jobId}`, {
-        headers: { authorization: `Bearer ${TOKEN}` },
-      });
-      return res.ok ? ((await res.json()) as { status: string; output: string }) : undefined;
-    });
-    expect(view).toMatchObject({ status: "done", output: "input of replayed" });
-    expect(await storedFor(jobId)).toEqual({
-      [`floor.run.${jobId}`]: 1,
-      [`floor.done.${jobId}`]: 1,
-      [`floor.cb.${jobId}`]: 1,
-    });
-  });
-
-  test("a refused callback is retried until delivered, and no event is stored twice", async () => {
-    const { body } = await run("retried", "/cb-flaky");
-    await waitFor("the retried callback", () => delivered.get(body.job_id) === 1, {
-      timeoutMs: 15_000,
-    });
-    expect(refused.has(body.job_id)).toBe(true);
-    expect(Object.values(await storedFor(body.job_id))).toEqual([1, 1, 1]);
-  });
-
-  test("a wrong token is refused with 401 and stores nothing", async () => {
-    const before = (await (await jetstreamManager(nats.nc)).streams.info(FLOOR_STREAM)).state
-      .messages;
-    const res = await run("unauthorised", "/cb", "wrong");
-    expect(res.status).toBe(401);
-    const after = (await (await jetstreamManager(nats.nc)).streams.info(FLOOR_STREAM)).state
-      .messages;
-    expect(after).toBe(before);
-  });
-});
+describeFloor("the JetStream floor", ["worker"]);
+describeFloor("the split floor", ["executor", "callback", "views"]);

@@ -51,9 +51,9 @@ describe("benchmark goals", () => {
     expect(g["idle CPU of the whole hub"]?.met).toBeNull();
     expect(g["RSS of every service at peak"]?.met).toBeNull();
     expect(g["hub CPU per job at 500/s ÷ closed loop"]?.met).toBeNull();
-    expect(status(null)).toBe("not measured");
-    expect(status(true)).toBe("met");
-    expect(status(false)).toBe("missed");
+    expect(status({ met: null })).toBe("not measured");
+    expect(status({ met: true })).toBe("met");
+    expect(status({ met: false })).toBe("missed");
   });
 });
 
@@ -93,12 +93,29 @@ describe("the JetStream floor beside each goal", () => {
   test("a goal the hub and the floor both miss is out of reach; one only the hub misses is not", () => {
     const g = byGoal(withFloor);
     const row = (name: string) => g[name] ?? expect.unreachable();
-    expect(status(row("e2e done/s ÷ BullMQ").met, row("e2e done/s ÷ BullMQ").floor)).toBe(
-      "missed; out of reach (the floor misses too)",
+    expect(status(row("e2e done/s ÷ BullMQ"))).toBe("missed; out of reach (the floor misses too)");
+    expect(status(row("POST /run ÷ BullMQ"))).toBe("missed");
+    expect(status(row("p99 submit → callback at 500 jobs/s"))).toBe("missed");
+  });
+
+  test("a goal the floor meets and the split floor misses is out of reach for the service split", () => {
+    const g = byGoal({
+      ...withFloor,
+      postPerSec: { hub: 3000, bullmq: 6000, floor: 6600, floorSplit: 5400 },
+    });
+    const post = g["POST /run ÷ BullMQ"] ?? expect.unreachable();
+    expect(post.floorSplit).toEqual({ value: "0.90 (5,400 vs 6,000/s)", met: false });
+    expect(status(post)).toBe(
+      "missed; out of reach for the service split (the split floor misses too)",
     );
-    expect(status(row("POST /run ÷ BullMQ").met, row("POST /run ÷ BullMQ").floor)).toBe("missed");
-    const p99 = row("p99 submit → callback at 500 jobs/s");
-    expect(status(p99.met, p99.floor)).toBe("missed");
+    // Where the split floor meets the goal, the hub's miss is its own.
+    const met = byGoal({
+      ...withFloor,
+      postPerSec: { hub: 3000, bullmq: 6000, floor: 6600, floorSplit: 6100 },
+    });
+    expect(status(met["POST /run ÷ BullMQ"] ?? expect.unreachable())).toBe("missed");
+    // Goals that are not ratios to a peer carry no split floor figure.
+    expect(g["p99 submit → callback at 500 jobs/s"]?.floorSplit).toBeUndefined();
   });
 
   test("without the floor's figures no row carries one", () => {
@@ -108,13 +125,14 @@ describe("the JetStream floor beside each goal", () => {
 
 describe("BENCH_PEER", () => {
   test("all by default; none; one; a list; an unknown name is refused by name", () => {
-    expect(parsePeerSelection(undefined)).toEqual(["bullmq", "pg", "floor"]);
-    expect(parsePeerSelection("all")).toEqual(["bullmq", "pg", "floor"]);
+    expect(parsePeerSelection(undefined)).toEqual(["bullmq", "pg", "floor", "floor-split"]);
+    expect(parsePeerSelection("all")).toEqual(["bullmq", "pg", "floor", "floor-split"]);
     expect(parsePeerSelection("0")).toEqual([]);
     expect(parsePeerSelection("none")).toEqual([]);
     expect(parsePeerSelection("pg")).toEqual(["pg"]);
     expect(parsePeerSelection("pg,bullmq")).toEqual(["bullmq", "pg"]);
     expect(parsePeerSelection("floor,bullmq")).toEqual(["bullmq", "floor"]);
+    expect(parsePeerSelection("floor-split")).toEqual(["floor-split"]);
     expect(() => parsePeerSelection("redis")).toThrow(/BENCH_PEER: unknown peer 'redis'/);
   });
 });
