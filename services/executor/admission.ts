@@ -10,7 +10,7 @@ import {
 import type { Clock } from "../../shared/clock/index.ts";
 import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
 import { decideAdmission, isFinal, type RunRequested } from "../../shared/domain/index.ts";
-import type { Logger } from "../../shared/log/index.ts";
+import { type Logger, lazyChild } from "../../shared/log/index.ts";
 import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
 import {
@@ -86,11 +86,11 @@ export function createAdmission(deps: AdmissionDeps): Admission {
     }
     const kind = deps.kinds.get(route.executor.kind);
     if (kind === undefined) throw new Error(`no runtime for executor kind ${route.executor.kind}`);
-    const log = logger.child({
+    const log = lazyChild(logger, () => ({
       job_id: run.job_id,
       client_id: run.client_id,
       ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
-    });
+    }));
     let lastKeepAlive = 0;
     await kind.run({
       run,

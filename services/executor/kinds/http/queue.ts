@@ -1,4 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
+import { lazyChild } from "../../../../shared/log/index.ts";
 import { traceIdOf } from "../../../../shared/trace/index.ts";
 import {
   decodeTask,
@@ -73,10 +74,10 @@ export function createRouteQueue(deps: {
       task,
       deadlineAt: Date.parse(task.deadline),
       keepAlive: () => msg.working(),
-      log: logger.child({
+      log: lazyChild(logger, () => ({
         job_id: task.job_id,
         ...(traceparent ? { trace_id: traceIdOf(traceparent) } : {}),
-      }),
+      })),
     };
     const end = await attemptHttp(deps.attempt, { job, attempt: standing.attempt, known: current });
     if (end.kind === "retry") return msg.nak(end.delayMs);
