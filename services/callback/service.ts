@@ -30,6 +30,7 @@ import {
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { headerOf } from "../../shared/nats/headers.ts";
 import {
   type ConnectionPool,
   createConnectionPool,
@@ -49,7 +50,6 @@ import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createAttemptRunner, type Delivery, type DeliveryEnd } from "./delivery.ts";
 import { createLanes, destinationOf } from "./lanes.ts";
 import { completedJobOf } from "./payload.ts";
-
 import { ackWaitMs, type CallbackSettings } from "./settings.ts";
 
 /** A queue entry woken this close to its due time is taken rather than parked again. */
@@ -233,7 +233,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       msg.ack();
       return undefined;
     }
-    const traceparent = input.traceparent || msg.headers?.get(TRACEPARENT_HEADER) || undefined;
+    const traceparent = input.traceparent || headerOf(msg, TRACEPARENT_HEADER);
     const base = {
       job: completedJobOf(event, run),
       url: run.callback_url,
@@ -252,7 +252,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
 
   const onFinalEvent = async (msg: JsMsg): Promise<void> => {
     // Most `.job` events are not final: skip them on the header, without parsing the body.
-    if (!isFinalEventType(msg.headers?.get(EVENT_TYPE_HEADER) ?? "")) return msg.ack();
+    if (!isFinalEventType(headerOf(msg, EVENT_TYPE_HEADER) ?? "")) return msg.ack();
     const event = decodeEvent(msg.data);
     if (!isFinalEvent(event)) return msg.ack();
     const delivery = await prepare({

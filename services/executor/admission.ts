@@ -11,6 +11,7 @@ import type { Clock } from "../../shared/clock/index.ts";
 import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
 import { decideAdmission, isFinal, type RunRequested } from "../../shared/domain/index.ts";
 import { type Logger, lazyChild } from "../../shared/log/index.ts";
+import { headerOf } from "../../shared/nats/headers.ts";
 import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
 import {
@@ -64,7 +65,7 @@ export function createAdmission(deps: AdmissionDeps): Admission {
   let loop: PullLoop | undefined;
 
   const admit = async (msg: JsMsg, run: RunRequested, dispatchSpan?: string): Promise<void> => {
-    const traceparent = msg.headers?.get(TRACEPARENT_HEADER) || undefined;
+    const traceparent = headerOf(msg, TRACEPARENT_HEADER);
     const current = msg.info.redelivered ? await readStatus(deps.jsm, run) : QUEUED;
     if (isFinal(current.status)) return msg.ack();
     const context = jobContextOf(run, traceparent);
@@ -121,7 +122,7 @@ export function createAdmission(deps: AdmissionDeps): Admission {
     }
     if (event.type !== "run.requested") return msg.term("not a run.requested event");
     const span = tracing.start("dispatch", {
-      parent: tracing.enabled ? msg.headers?.get(TRACEPARENT_HEADER) : undefined,
+      parent: tracing.enabled ? headerOf(msg, TRACEPARENT_HEADER) : undefined,
       kind: "consumer",
       attributes: { job_id: event.job_id, client_id: event.client_id, route: event.data.route },
     });

@@ -4,9 +4,11 @@ import type {
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
+import { TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import { headerOf } from "../../shared/nats/headers.ts";
 import {
   DEADLINE_STREAM,
   DEADLINE_WINDOW,
@@ -21,7 +23,7 @@ import type { JobContext, JobWriter } from "./job-writer.ts";
 
 /** The job's trace context, carried by its timer. */
 function traceOf(msg: JsMsg): { traceparent?: string } {
-  const traceparent = msg.headers?.get("traceparent");
+  const traceparent = headerOf(msg, TRACEPARENT_HEADER);
   return traceparent ? { traceparent } : {};
 }
 

@@ -1,6 +1,7 @@
 import { TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
 import { isFinal, type JobState, type JobView } from "../../shared/domain/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { headerOf } from "../../shared/nats/headers.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { Held } from "./held.ts";
 
@@ -38,7 +39,7 @@ export function tracedWrite(
   const last = entry.events[entry.events.length - 1];
   if (!tracing.enabled || last === undefined) return write();
   const span = tracing.start("project", {
-    parent: last.msg.headers?.get(TRACEPARENT_HEADER),
+    parent: headerOf(last.msg, TRACEPARENT_HEADER),
     attributes: {
       job_id: last.event.job_id,
       client_id: last.event.client_id,

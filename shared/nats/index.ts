@@ -1,2 +1,3 @@
 export * from "./coalesce.ts";
+export * from "./headers.ts";
 export * from "./server.ts";

@@ -6,10 +6,12 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { TRACEPARENT_HEADER } from "../bus/codec.ts";
 import { isJsError } from "../bus/js-errors.ts";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
+import { headerOf } from "../nats/headers.ts";
 import { CANCEL_SUBJECT_ROOT, decodeCancelNotice } from "../schedule/cancel-notice.ts";
 import { traceIdOf } from "../trace/index.ts";
 import {
@@ -178,7 +180,7 @@ export function createWorker(options: WorkerOptions): Worker {
     }
     const ref = { client_id: task.client_id, job_id: task.job_id };
     // The run's trace context travels on the task message and on every event the worker writes.
-    const traceparent = msg.headers?.get("traceparent") || undefined;
+    const traceparent = headerOf(msg, TRACEPARENT_HEADER);
     const trace = traceparent ? { traceparent } : {};
     const known = knownAtStart(task, msg.info.deliveryCount);
     const started = await writeStatus(deps(), {

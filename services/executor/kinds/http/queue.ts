@@ -1,5 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
+import { TRACEPARENT_HEADER } from "../../../../shared/bus/index.ts";
 import { lazyChild } from "../../../../shared/log/index.ts";
+import { headerOf } from "../../../../shared/nats/headers.ts";
 import { traceIdOf } from "../../../../shared/trace/index.ts";
 import {
   decodeTask,
@@ -61,7 +63,7 @@ export function createRouteQueue(deps: {
     const standing = httpStanding(current, ctx.clock.now().getTime());
     if (standing.kind === "handed_over") return msg.ack();
     if (standing.kind === "wait") return msg.nak(standing.delayMs);
-    const traceparent = msg.headers?.get("traceparent") || undefined;
+    const traceparent = headerOf(msg, TRACEPARENT_HEADER);
     const job: HttpJob = {
       context: {
         ref: { client_id: task.client_id, job_id: task.job_id },
