@@ -68,6 +68,23 @@ function isHostName(host: string): boolean {
   }
 }
 
+/**
+ * Verdicts on Host values already seen. Clients send the same few, and each verdict is a URL
+ * parse; bounded, so varied hosts cost a parse each and never memory.
+ */
+const hostVerdicts = new Map<string, boolean>();
+const HOST_VERDICTS_MAX = 1024;
+
+function isKnownHostName(host: string): boolean {
+  let verdict = hostVerdicts.get(host);
+  if (verdict === undefined) {
+    verdict = isHostName(host);
+    if (hostVerdicts.size >= HOST_VERDICTS_MAX) hostVerdicts.clear();
+    hostVerdicts.set(host, verdict);
+  }
+  return verdict;
+}
+
 function headerBytes(headers: Headers): number {
   let total = 0;
   for (const [name, value] of headers) total += name.length + value.length + 4;
@@ -108,7 +125,7 @@ export function edgeProblem(request: Request, limits: EdgeLimits): Response | un
     return problemResponse(new BadRequestError({ detail: "The Host header is not a host name." }));
   }
   const host = request.headers.get("host");
-  if (host !== null && !isHostName(host)) {
+  if (host !== null && !isKnownHostName(host)) {
     return problemResponse(new BadRequestError({ detail: "The Host header is not a host name." }));
   }
   return undefined;

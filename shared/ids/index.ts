@@ -23,8 +23,29 @@ export interface IdGenerator {
   next(prefix: string): string;
 }
 
+/** Bytes drawn from the system's CSPRNG per refill of the id pool. */
+const ID_POOL_BYTES = 4096;
+let idPool = Buffer.alloc(0);
+let idPoolAt = 0;
+
+/**
+ * Random bytes for ids (event ids, trace and span ids), handed out from a pool the system's
+ * CSPRNG fills 4 KiB at a time: one call per 256 event ids instead of one each (a call per id
+ * was 3% of the ingress's CPU, 2026-11-26 profile). The bytes are as random; the calls are fewer.
+ * Keys and secrets do not come from here: they use randomBytes where they are made.
+ */
+export function idBytes(length: number): Buffer {
+  if (idPoolAt + length > idPool.length) {
+    idPool = randomBytes(Math.max(ID_POOL_BYTES, length));
+    idPoolAt = 0;
+  }
+  const bytes = idPool.subarray(idPoolAt, idPoolAt + length);
+  idPoolAt += length;
+  return bytes;
+}
+
 export const randomIds: IdGenerator = {
-  next: (prefix) => `${prefix}_${randomBytes(16).toString("base64url")}`,
+  next: (prefix) => `${prefix}_${idBytes(16).toString("base64url")}`,
 };
 
 /** The hub's job-id key, created in `sy_meta` on the hub's first start (shared by every replica). */

@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
+import { idBytes } from "../ids/index.ts";
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
@@ -28,7 +28,7 @@ export function formatTraceparent(parts: TraceparentParts): string {
 /** A W3C traceparent from the caller when it is well-formed, else a new one. */
 export function traceparentFrom(header: string | null | undefined): string {
   if (parseTraceparent(header)) return header?.trim() ?? "";
-  return `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`;
+  return `00-${idBytes(16).toString("hex")}-${idBytes(8).toString("hex")}-01`;
 }
 
 /** The trace id part, for log lines. */

@@ -105,6 +105,18 @@ describe("malformed requests get a plain 4xx problem, never Bun's error page", (
     });
   }
 
+  test("a Host's verdict is remembered, never mixed up: the same bad Host is refused again, a good one served", async () => {
+    for (let i = 0; i < 3; i++) {
+      expectProblemAnswer(
+        await rawHttp({ port, head: "GET /healthz HTTP/1.1\r\nHost: a/b", timeoutMs: 5_000 }),
+        400,
+        "bad_request",
+      );
+      const good = await rawHttp({ port, head: "GET /healthz HTTP/1.1\r\nHost: a" });
+      expect(good.status).toBe(200);
+    }
+  });
+
   test("an absolute-form target is served like its path (RFC 9112 3.2.2), not forwarded", async () => {
     const answer = await rawHttp({
       port,

@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { createRateLimiter } from "../../services/ingress/rate-limit.ts";
 import { manualClock } from "../../shared/clock/index.ts";
 import { canonicalJson, requestFingerprint } from "../../shared/domain/index.ts";
-import { createJobIdDeriver, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import { createJobIdDeriver, idBytes, JOB_ID_PATTERN, randomIds } from "../../shared/ids/index.ts";
+import { parseTraceparent, traceparentFrom } from "../../shared/trace/index.ts";
 
 describe("job ids", () => {
   const derive = createJobIdDeriver(new Uint8Array(32).fill(7));
@@ -46,5 +47,31 @@ describe("rate limiter", () => {
     clock.advance(1_000);
     expect(limiter.take("k", 60)).toBe(0);
     expect(limiter.take("k", 60)).toBeGreaterThan(0);
+  });
+});
+
+describe("random ids from the pool", () => {
+  test("given many draws across pool refills, each has its length and none repeats", () => {
+    const seen = new Set<string>();
+    // 20,000 event ids is 320,000 bytes: about 78 refills of the 4 KiB pool.
+    for (let i = 0; i < 20_000; i++) {
+      const id = randomIds.next("evt");
+      expect(id).toMatch(/^evt_[A-Za-z0-9_-]{22}$/);
+      seen.add(id);
+    }
+    expect(seen.size).toBe(20_000);
+    // A draw larger than the pool still gets all its bytes.
+    expect(idBytes(10_000).length).toBe(10_000);
+    expect(idBytes(3).length).toBe(3);
+  });
+
+  test("a made-up traceparent is valid, non-zero and new each time; a caller's is kept", () => {
+    const a = traceparentFrom(undefined);
+    const b = traceparentFrom(null);
+    expect(parseTraceparent(a)).toBeDefined();
+    expect(a).not.toBe(b);
+    expect(parseTraceparent(a)?.traceId).not.toBe("0".repeat(32));
+    const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    expect(traceparentFrom(caller)).toBe(caller);
   });
 });
