@@ -112,9 +112,16 @@ describe("projector", () => {
       for (const id of ids) if ((await jobStatus(hub, id)) !== "done") return false;
       return true;
     });
-    const before = await Promise.all(
-      ids.map(async (id) => (await hub.running.hub.jobs.get(jobViewKey("acme", id)))?.json()),
-    );
+    // GET answers "done" from the stream before the projector has written a view (it folds the
+    // stream for a job without one), so wait for the views themselves.
+    const before = await waitFor("every view written as done", async () => {
+      const views = await Promise.all(
+        ids.map(async (id) =>
+          (await hub.running.hub.jobs.get(jobViewKey("acme", id)))?.json<{ status: string }>(),
+        ),
+      );
+      return views.every((v) => v?.status === "done") ? views : undefined;
+    });
     await hub.stop();
     const { connectHub } = await import("../../shared/hub/index.ts");
     const conn = await connectHub(hub.config, silent, "rebuild-test");
