@@ -28,8 +28,7 @@ import {
   registerTempDir,
   spawnChild,
 } from "./common.ts";
-import type { Peer, PeerDeps } from "./peers.ts";
-import { peerEnv } from "./peers.ts";
+import { type Peer, type PeerDeps, peerEnv } from "./peers.ts";
 
 /** Runs in flight in the worker, as the peers' workers (PEER_CONCURRENCY). */
 const CONCURRENCY = Number(process.env.PEER_CONCURRENCY ?? 64);

@@ -7,7 +7,8 @@
  *
  * Its own nats-server (started by bench/lib/peers.ts), so its CPU is the floor's alone. The
  * connections have the hub's client settings (no async stack traces, writes coalesced per
- * event-loop turn), so the floor is not handicapped against the hub.
+ * event-loop turn) and its header code (shared/nats/headers.ts), so the floor is not handicapped
+ * against the hub.
  */
 import { AckPolicy, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";

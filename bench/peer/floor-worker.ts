@@ -19,7 +19,7 @@
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
-import { headers as natsHeaders } from "@nats-io/transport-node";
+import { headerOf, headersOf } from "../../shared/nats/headers.ts";
 import type { PeerJobView } from "./app.ts";
 import { createCallbackSender } from "./callback.ts";
 import {
@@ -79,8 +79,10 @@ async function runJob(m: JsMsg): Promise<void> {
   const run = m.json<FloorRun>();
   const view = finishedView(run);
   // Split: the callback step needs the URL, which the view does not hold.
-  const carried = role === "executor" && run.callback_url ? natsHeaders() : undefined;
-  if (carried && run.callback_url) carried.set(CALLBACK_HEADER, run.callback_url);
+  const carried =
+    role === "executor" && run.callback_url
+      ? headersOf({ [CALLBACK_HEADER]: run.callback_url })
+      : undefined;
   await js.publish(`floor.done.${run.job_id}`, JSON.stringify(view), {
     msgID: `done-${run.job_id}`,
     ...(carried ? { headers: carried } : {}),
@@ -92,7 +94,7 @@ async function runJob(m: JsMsg): Promise<void> {
 }
 
 async function callbackJob(m: JsMsg): Promise<void> {
-  const url = m.headers?.get(CALLBACK_HEADER);
+  const url = headerOf(m, CALLBACK_HEADER);
   if (url) await deliver(url, m.json<PeerJobView>(), m.info.deliveryCount);
   m.ack();
 }

@@ -9,7 +9,7 @@
  *
  * Both fast paths depend on nats.js's message shapes, which are public fields of its classes but
  * not part of its interfaces. Where a shape is not there (another nats.js), they fall back to the
- * library's own API, so a change costs speed, never correctness; tests/unit/nats-headers.test.ts
+ * library's own API, so a change costs speed, never correctness; tests/integration/event-headers.test.ts
  * fails when the fast path stops being taken.
  */
 import type { JsMsg } from "@nats-io/jetstream";
