@@ -1,5 +1,6 @@
-import { type MsgHdrs, headers as natsHeaders } from "@nats-io/transport-node";
+import type { MsgHdrs } from "@nats-io/transport-node";
 import { idBytes } from "../ids/index.ts";
+import { headersOf } from "../nats/headers.ts";
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
@@ -36,9 +37,7 @@ export function traceIdOf(traceparent: string): string {
   return traceparent.split("-")[1] ?? "";
 }
 
-/** NATS headers carrying a traceparent, for messages that are not events (tasks). */
+/** NATS headers carrying a traceparent, for messages that are not events (tasks, timers). */
 export function traceHeaders(traceparent: string): MsgHdrs {
-  const h = natsHeaders();
-  h.set("traceparent", traceparent);
-  return h;
+  return headersOf({ traceparent });
 }
