@@ -47,6 +47,7 @@ export function classifyNatsError(err: unknown, retryAfterSec = 2): SwitchyardEr
   const headers = { "retry-after": String(retryAfterSec) };
   if (err instanceof JetStreamApiError) {
     const text = err.message.toLowerCase();
+    const status = err.status;
     if (
       isJsError(err, ...STORAGE_FULL) ||
       // 2.9 reports a full stream as a generic store failure (10077) whose text names the limit;
@@ -60,7 +61,19 @@ export function classifyNatsError(err: unknown, retryAfterSec = 2): SwitchyardEr
         cause: err,
       });
     }
-    if (isJsError(err, "clusterNotAvailable", "storeFailed")) {
+    if (
+      // A stream leader that cannot propose the write (it lost leadership, or its raft node is
+      // closing) answers status 503 with no err_code in 2.9 (processClusteredInboundMsg); 503 is
+      // the server saying "not stored, try again".
+      status === 503 ||
+      isJsError(
+        err,
+        "clusterNotAvailable",
+        "storeFailed",
+        "streamSequenceNotMatch",
+        "clusterNotLeader",
+      )
+    ) {
       return new UnavailableError({
         detail: "JetStream could not store the event; the run was not accepted.",
         headers,

@@ -29,6 +29,13 @@ export const JsErrorCode = {
   storageResourcesExceeded: 10027,
   maximumMessagesExceeded: 10028,
   streamLimitsExceeded: 10047,
+  /**
+   * JSStreamSequenceNotMatchErr: a new stream leader's clustered sequence did not match the
+   * proposal (a leader change under load); nothing was stored.
+   */
+  streamSequenceNotMatch: 10063,
+  /** JSClusterNotLeaderErr: the server asked is not (or no longer) the leader. */
+  clusterNotLeader: 10009,
   /** JSNoMessageFoundErr: a get by sequence or subject found nothing. */
   noMessageFound: 10037,
 } as const;

@@ -52,6 +52,12 @@ describe("hub on a three-node cluster (R3)", () => {
       const info = await running.hub.jsm.streams.info(TOPOLOGY.eventsStream);
       expect(info.config.num_replicas).toBe(3);
 
+      const t0 = Date.now();
+      const statuses = new Map<number, number>();
+      const trace = (what: string) =>
+        process.stderr.write(
+          `cluster test +${Date.now() - t0} ms: ${what}; accepted ${accepted.size}, 503 ${unavailable.size}, answers ${JSON.stringify([...statuses])}\n`,
+        );
       const accepted = new Map<string, string>(); // request_id → job_id
       const unavailable = new Set<string>();
       const unexpected: string[] = [];
@@ -63,6 +69,7 @@ describe("hub on a three-node cluster (R3)", () => {
           headers: { authorization: `Bearer ${ACME.token}`, "content-type": "application/json" },
           body: JSON.stringify({ request_id, route: "demo.echo", input: request_id }),
         });
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 202 || res.status === 200) {
           const job = (await res.json()) as { job_id: string };
           const earlier = accepted.get(request_id);
@@ -71,8 +78,11 @@ describe("hub on a three-node cluster (R3)", () => {
           unavailable.delete(request_id);
         } else if (res.status === 503) {
           unavailable.add(request_id);
+          // A client backs off on 503 (the answer carries Retry-After). Without a pause the
+          // workers pile up thousands of refused ids in the outage, each retried below.
+          await Bun.sleep(100);
         } else {
-          unexpected.push(`${request_id}: ${res.status}`);
+          unexpected.push(`${request_id}: ${res.status} ${await res.text()}`);
         }
       };
       const workers = Array.from({ length: 3 }, async () => {
@@ -82,6 +92,7 @@ describe("hub on a three-node cluster (R3)", () => {
       const leader =
         (await running.hub.jsm.streams.info(TOPOLOGY.eventsStream)).cluster?.leader ?? "n1";
       const victim = Math.max(0, cluster.indexOf(leader));
+      trace(`killing ${leader}`);
       await cluster.kill(victim, "SIGKILL");
       const atKill = accepted.size;
       await waitFor(
@@ -91,18 +102,22 @@ describe("hub on a three-node cluster (R3)", () => {
           timeoutMs: 45_000,
         },
       );
+      trace("restarting");
       await cluster.restart(victim);
+      trace("restarted");
       const atRestart = accepted.size;
       await waitFor("load after the restart", () => accepted.size >= atRestart + 100, {
         timeoutMs: 30_000,
       });
       load = false;
       await Promise.all(workers);
+      trace("load stopped");
       expect(unexpected).toEqual([]);
 
       // A 503 means "not known to be persisted": retrying the same request_id gives 202 (it was
       // not) or 200 (it was, and only the acknowledgement was lost). Either way, one job.
       for (const request_id of [...unavailable]) await submit(request_id);
+      trace("503s retried");
       expect(unavailable.size).toBe(0);
 
       const jsm = running.hub.jsm;
@@ -118,6 +133,7 @@ describe("hub on a three-node cluster (R3)", () => {
         },
         { timeoutMs: 60_000, intervalMs: 500 },
       );
+      trace("every accepted run is final");
       const all = await jsm.streams.info(TOPOLOGY.eventsStream, {
         subjects_filter: "sy.evt.acme.*.*",
       });
