@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { classifyNatsError } from "../../shared/bus/index.ts";
 import {
   ClientDisconnectedError,
   MethodNotAllowedError,
@@ -43,11 +44,15 @@ function secured(response: Response): Response {
 export function createAdminApp(ctx: AdminContext) {
   const p = ADMIN_PREFIX;
   const app = new Elysia({ normalize: false })
-    .onError(({ error, request, code }) => {
+    .onError(({ error: thrown, request, code }) => {
       const path = new URL(request.url).pathname;
       if (code === "NOT_FOUND") {
         return secured(problemResponse(new NotFoundError({ detail: `No such endpoint: ${path}` })));
       }
+      // NATS going away mid-request (a timeout, no responders, a leader change) is a 503 the
+      // operator can retry, not a server error.
+      const error =
+        thrown instanceof SwitchyardError ? thrown : (classifyNatsError(thrown) ?? thrown);
       if (error instanceof ClientDisconnectedError) {
         // Nobody reads this answer; a client that went away is not a server error.
         ctx.logger.info({ path }, "client disconnected before its request was complete");

@@ -11,6 +11,7 @@ import {
   operatorName,
   ownerOf,
   readBody,
+  requireEventStore,
   requireStore,
 } from "./context.ts";
 import { searchJobs } from "./jobs-routes.ts";
@@ -45,6 +46,7 @@ export async function redeliverOne(
   ctx.auth.checkCsrf(request, caller);
   noQuery(request);
   await noBody(request);
+  requireEventStore(ctx);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined)
     throw new JobNotFoundError({ detail: `No job ${jobId.slice(0, 40)} exists.` });
@@ -129,6 +131,7 @@ export async function redeliverBulk(ctx: AdminContext, request: Request): Promis
     });
   }
   if (body.dry_run === true) return json({ dry_run: true, matched });
+  requireEventStore(ctx);
   const results: ReturnType<typeof redeliveryAnswer>[] = [];
   let after: Parameters<typeof store.page>[0]["after"];
   do {

@@ -7,6 +7,7 @@ import {
   InvalidRequestError,
   MalformedJsonError,
   NotFoundError,
+  UnavailableError,
   UnsupportedMediaTypeError,
 } from "../../shared/errors/index.ts";
 import { readBodyCapped } from "../../shared/http/json-body.ts";
@@ -19,6 +20,8 @@ import type { OperatorAuth, OperatorCaller } from "./auth.ts";
 /** Everything the operator API's handlers use. */
 export interface AdminContext {
   readonly nc: NatsConnection;
+  /** False while NATS is disconnected: actions answer 503 at once instead of after a timeout. */
+  readonly natsConnected: () => boolean;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly config: Config;
@@ -43,6 +46,20 @@ export function json(body: unknown, status = 200, headers: Record<string, string
     status,
     headers: { "content-type": "application/json", ...NO_STORE, ...headers },
   });
+}
+
+/**
+ * 503 at once while NATS is away, before a handler reads or appends events: nats.js would hold
+ * the request until its timeout (5 s) and then fail it anyway. Reads served by the search index
+ * (search, counts, failed callbacks) do not call this and keep answering.
+ */
+export function requireEventStore(ctx: AdminContext): void {
+  if (!ctx.natsConnected()) {
+    throw new UnavailableError({
+      detail: "The event store is not reachable; nothing was changed. Retry shortly.",
+      headers: { "retry-after": "2" },
+    });
+  }
 }
 
 /** The caller of a request (401 otherwise). */

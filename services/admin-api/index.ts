@@ -58,6 +58,7 @@ export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
     nc: hub.nc,
     js: hub.js,
     jsm: hub.jsm,
+    natsConnected: hub.connected,
     config,
     routes: createRouteTable(config),
     ...(deps.store ? { store: deps.store } : {}),

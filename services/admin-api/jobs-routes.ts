@@ -8,7 +8,15 @@ import { JobNotRetryableError } from "../../shared/errors/operator.ts";
 import { foldHistory, readJobHistory } from "../../shared/jobs/index.ts";
 import { encodeCursor, listHeaders } from "../../shared/search/index.ts";
 import { requireOperatorRole } from "./auth.ts";
-import { type AdminContext, callerOf, json, noBody, ownerOf, requireStore } from "./context.ts";
+import {
+  type AdminContext,
+  callerOf,
+  json,
+  noBody,
+  ownerOf,
+  requireEventStore,
+  requireStore,
+} from "./context.ts";
 import { adminJob, callbackAttempts, timelineEntry } from "./redact.ts";
 import { noQuery, parseSearch } from "./search.ts";
 
@@ -43,6 +51,7 @@ export async function jobDetail(
 ): Promise<Response> {
   const caller = await callerOf(ctx, request);
   noQuery(request);
+  requireEventStore(ctx);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw notFound(jobId);
   const history = await readJobHistory(ctx.jsm, { clientId, jobId });
@@ -71,6 +80,7 @@ export async function cancelAsOperator(
   ctx.auth.checkCsrf(request, caller);
   noQuery(request);
   await noBody(request);
+  requireEventStore(ctx);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw notFound(jobId);
   const outcome = await cancelJob(
@@ -116,6 +126,7 @@ export async function retryAsOperator(
   ctx.auth.checkCsrf(request, caller);
   noQuery(request);
   await noBody(request);
+  requireEventStore(ctx);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw notFound(jobId);
   const outcome = await retryJob(

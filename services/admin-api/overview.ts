@@ -1,4 +1,4 @@
-import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { classifyNatsError, TOPOLOGY } from "../../shared/bus/index.ts";
 import { CLIENT_ID_PATTERN } from "../../shared/config/index.ts";
 import type { CountRow } from "../../shared/search/index.ts";
 import { parseTime, queryValues, refuseUnknown } from "../../shared/search/index.ts";
@@ -77,9 +77,10 @@ export async function overview(ctx: AdminContext, request: Request): Promise<Res
     store.position(),
     consumerBacklogs(ctx),
   ]);
+  const eventStore = consumers === null ? "unreachable" : "reachable";
   const delivered = sumBy(callbacks, "status").delivered ?? 0;
   const failed = sumBy(callbacks, "status").failed ?? 0;
-  const projector = consumers.find(
+  const projector = consumers?.find(
     (c) => c.stream === TOPOLOGY.eventsStream && c.name === TOPOLOGY.consumers.projector,
   );
   return json({
@@ -100,19 +101,35 @@ export async function overview(ctx: AdminContext, request: Request): Promise<Res
       index_events: position.pending,
       index_age_ms: position.updatedMs > 0 ? Math.max(0, now - position.updatedMs) : null,
     },
-    consumers,
+    event_store: eventStore,
+    consumers: consumers ?? [],
   });
 }
 
-/** Pending and un-acked messages of every durable consumer of the hub's streams. */
-async function consumerBacklogs(ctx: AdminContext) {
-  const out: {
-    stream: string;
-    name: string;
-    pending: number;
-    ack_pending: number;
-    redelivered: number;
-  }[] = [];
+/**
+ * Pending and un-acked messages of every durable consumer of the hub's streams; null while NATS
+ * is away, so the overview (polled by the console) still shows what the index knows in an outage.
+ */
+async function consumerBacklogs(ctx: AdminContext): Promise<ConsumerBacklog[] | null> {
+  if (!ctx.natsConnected()) return null;
+  try {
+    return await listBacklogs(ctx);
+  } catch (err) {
+    if (classifyNatsError(err)?.code === "unavailable") return null;
+    throw err;
+  }
+}
+
+interface ConsumerBacklog {
+  readonly stream: string;
+  readonly name: string;
+  readonly pending: number;
+  readonly ack_pending: number;
+  readonly redelivered: number;
+}
+
+async function listBacklogs(ctx: AdminContext): Promise<ConsumerBacklog[]> {
+  const out: ConsumerBacklog[] = [];
   for await (const stream of ctx.jsm.streams.list()) {
     const name = stream.config.name;
     if (name.startsWith("KV_")) continue;

@@ -160,11 +160,15 @@ export function createIngressApp(deps: IngressDeps) {
     }
   };
 
-  const errorAnswer = (error: unknown, request: Request, code: unknown): Response => {
+  const errorAnswer = (thrown: unknown, request: Request, code: unknown): Response => {
     if (code === "NOT_FOUND") return unroutedProblem(request);
     if (code === "PARSE") {
       return problemResponse(new MalformedJsonError({ detail: "The body could not be parsed." }));
     }
+    // The handlers classify NATS failures where they call it; this catches any they do not, so
+    // NATS going away is always a 503 to retry, never a 500.
+    const error =
+      thrown instanceof SwitchyardError ? thrown : (classifyNatsError(thrown) ?? thrown);
     const path = pathOf(request);
     if (request.method === "POST" && path === "/run") {
       deps.metrics?.runs.inc({

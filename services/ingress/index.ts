@@ -149,6 +149,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       kv: await openRateBucket(hub.nc, { replicas: config.nats.replicas }),
       clock,
       logger: logger.child({ component: "rate-limit" }),
+      connected: hub.connected,
     }),
     authFailures,
     trustProxyHops: config.server.trust_proxy_hops,

@@ -35,6 +35,11 @@ export interface SharedRateLimiterDeps {
    * long enough that a busy process or a KV leader change does not trip it.
    */
   readonly timeoutMs?: number;
+  /**
+   * False while NATS is known to be away (the hub connection's status): fall back at once rather
+   * than wait `timeoutMs` per refill for a bucket that cannot answer. Default: always true.
+   */
+  readonly connected?: () => boolean;
 }
 
 /** KV bucket of the shared client budgets. */
@@ -81,6 +86,15 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
   const inFlight = new Map<string, Promise<number>>();
   const fallback: RateLimiter = createRateLimiter(deps.clock);
   let warned = 0;
+  const connected = deps.connected ?? (() => true);
+
+  const fallBack = (key: string, perMinute: number, reason: string) => {
+    if (Date.now() - warned > 60_000) {
+      warned = Date.now();
+      deps.logger.warn({ err: reason }, "shared rate budget unreachable; limiting per replica");
+    }
+    return fallback.take(key, perMinute);
+  };
 
   /** Takes up to `want` tokens from the shared bucket; how many it got, or the wait (negative). */
   const lease = async (name: string, perMinute: number, want: number): Promise<number> => {
@@ -159,6 +173,7 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
           allowance.tokens -= 1;
           return 0;
         }
+        if (!connected()) return fallBack(key, perMinute, "NATS is disconnected");
         waiting.set(key, (waiting.get(key) ?? 0) + 1);
         let pending = inFlight.get(key);
         if (pending === undefined) {
@@ -169,14 +184,7 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
         try {
           got = await pending;
         } catch (err) {
-          if (Date.now() - warned > 60_000) {
-            warned = Date.now();
-            deps.logger.warn(
-              { err: (err as Error).message },
-              "shared rate budget unreachable; limiting per replica",
-            );
-          }
-          return fallback.take(key, perMinute);
+          return fallBack(key, perMinute, (err as Error).message);
         } finally {
           const left = (waiting.get(key) ?? 1) - 1;
           if (left > 0) waiting.set(key, left);

@@ -129,3 +129,27 @@ test("when the shared budget cannot be reached, a replica limits on its own (fai
   expect(logs()).toContain("shared rate budget unreachable");
   await nats.stop();
 });
+
+test("while NATS is known to be away, a replica limits on its own at once, without waiting", async () => {
+  const nats = await startNats();
+  const kv = await openRateBucket(nats.nc, { replicas: 1 });
+  const { logger, logs } = captureLogger();
+  let up = true;
+  const limiter = createSharedRateLimiter({
+    kv,
+    clock: systemClock,
+    logger,
+    timeoutMs: 5_000,
+    connected: () => up,
+  });
+  expect(await limiter.take("client:c", 600)).toBe(0); // a lease from the shared bucket
+  await nats.kill();
+  up = false;
+  const started = performance.now();
+  // The lease's 6 tokens are spent first; then its own bucket, without a 5 s wait per refill.
+  const waits = await Promise.all(Array.from({ length: 20 }, () => limiter.take("client:c", 600)));
+  expect(performance.now() - started).toBeLessThan(1_000);
+  expect(waits.every((w) => w === 0)).toBe(true);
+  expect(logs()).toContain("NATS is disconnected");
+  await nats.stop();
+});
