@@ -48,7 +48,7 @@ export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
     ...(deps.limiter ? { limiter: deps.limiter } : {}),
     sessionKey: await loadSessionKey(hub.meta),
     sessionTtlMs: parseDuration(config.console.session_ttl),
-    generations: metaSessionGenerations(hub.meta),
+    generations: metaSessionGenerations(hub.meta, hub.connected),
     // The cookie goes where the console page and its API calls go, not to the Client API.
     cookiePaths: [config.console.path, ADMIN_PREFIX],
     secureCookie: config.console.secure_cookie,

@@ -357,3 +357,22 @@ describe("console security", () => {
     expect(await clientOnConsoleApi.json()).toEqual({ operator: null });
   });
 });
+
+describe("the console while NATS is away", () => {
+  test("the overview says the event store is unreachable at once, then comes back by itself", async () => {
+    const { context, page } = await openConsole();
+    await logIn(page, OPERATOR_TOKENS.victor);
+    await page.waitForSelector("#card-accepted");
+    await op.hub.nats.kill("SIGKILL");
+    // Sessions are checked against sy_meta (a logout on any replica ends them), so with NATS away
+    // the console cannot vouch for one: it says so, and the overview keeps asking every 5 s.
+    const notice = page.locator("#page-error");
+    await notice.waitFor({ timeout: 15_000 });
+    expect(await notice.textContent()).toContain("the event store is unreachable");
+    await page.screenshot({ path: join(SHOTS, "overview-nats-away.png"), fullPage: true });
+    await op.hub.nats.restart();
+    await page.waitForSelector("#card-accepted", { timeout: 30_000 });
+    expect(await page.locator("#page-error").count()).toBe(0);
+    await context.close();
+  }, 60_000);
+});

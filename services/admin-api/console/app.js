@@ -81,6 +81,13 @@ function header() {
   );
 }
 
+/** Shows `path` again after REFRESH_MS, if it is still the page shown and the tab is visible. */
+function refreshLater(path) {
+  timer = setTimeout(() => {
+    if (document.visibilityState === "visible" && location.hash.replace(/^#/, "") === path) route();
+  }, REFRESH_MS);
+}
+
 async function route() {
   clearTimeout(timer);
   if (!session) return;
@@ -107,13 +114,7 @@ async function route() {
     }
     if (seq !== renders) return;
     mount(main, view);
-    if (poll) {
-      const again = () => {
-        if (document.visibilityState === "visible" && location.hash.replace(/^#/, "") === path)
-          route();
-      };
-      timer = setTimeout(again, REFRESH_MS);
-    }
+    if (poll) refreshLater(path);
   } catch (err) {
     if (seq !== renders) return;
     if (err instanceof ApiError && err.status === 401)
@@ -126,6 +127,11 @@ async function route() {
         err instanceof ApiError ? err.message : String(err),
       ),
     );
+    // The overview is a status page: after a 503 (NATS away) it keeps asking, and comes back by
+    // itself when the hub can answer again.
+    if (err instanceof ApiError && err.status === 503 && (path === "/" || path === "")) {
+      refreshLater(path);
+    }
   }
 }
 
