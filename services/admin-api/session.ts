@@ -123,7 +123,7 @@ export function createSessions(deps: SessionDeps) {
     } catch {
       throw new UnavailableError({
         detail:
-          "The console session could not be checked: the event store is unreachable. Retrying.",
+          "The console session could not be checked: the event store is unreachable; retry shortly.",
         headers: { "retry-after": "2" },
       });
     }

@@ -88,7 +88,7 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
   let warned = 0;
   const connected = deps.connected ?? (() => true);
 
-  const fallBack = (key: string, perMinute: number, reason: string) => {
+  const limitLocally = (key: string, perMinute: number, reason: string) => {
     if (Date.now() - warned > 60_000) {
       warned = Date.now();
       deps.logger.warn({ err: reason }, "shared rate budget unreachable; limiting per replica");
@@ -173,7 +173,7 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
           allowance.tokens -= 1;
           return 0;
         }
-        if (!connected()) return fallBack(key, perMinute, "NATS is disconnected");
+        if (!connected()) return limitLocally(key, perMinute, "NATS is disconnected");
         waiting.set(key, (waiting.get(key) ?? 0) + 1);
         let pending = inFlight.get(key);
         if (pending === undefined) {
@@ -184,7 +184,7 @@ export function createSharedRateLimiter(deps: SharedRateLimiterDeps): SharedRate
         try {
           got = await pending;
         } catch (err) {
-          return fallBack(key, perMinute, (err as Error).message);
+          return limitLocally(key, perMinute, (err as Error).message);
         } finally {
           const left = (waiting.get(key) ?? 1) - 1;
           if (left > 0) waiting.set(key, left);
