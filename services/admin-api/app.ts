@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { classifyNatsError } from "../../shared/bus/index.ts";
+import { asAnswerable } from "../../shared/bus/index.ts";
 import {
   ClientDisconnectedError,
   MethodNotAllowedError,
@@ -51,8 +51,7 @@ export function createAdminApp(ctx: AdminContext) {
       }
       // NATS going away mid-request (a timeout, no responders, a leader change) is a 503 the
       // operator can retry, not a server error.
-      const error =
-        thrown instanceof SwitchyardError ? thrown : (classifyNatsError(thrown) ?? thrown);
+      const error = asAnswerable(thrown);
       if (error instanceof ClientDisconnectedError) {
         // Nobody reads this answer; a client that went away is not a server error.
         ctx.logger.info({ path }, "client disconnected before its request was complete");

@@ -1,13 +1,12 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { requireConnected, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { Config, RouteTable } from "../../shared/config/index.ts";
 import {
   InvalidRequestError,
   MalformedJsonError,
   NotFoundError,
-  UnavailableError,
   UnsupportedMediaTypeError,
 } from "../../shared/errors/index.ts";
 import { readBodyCapped } from "../../shared/http/json-body.ts";
@@ -54,12 +53,10 @@ export function json(body: unknown, status = 200, headers: Record<string, string
  * (search, counts, failed callbacks) do not call this and keep answering.
  */
 export function requireEventStore(ctx: AdminContext): void {
-  if (!ctx.natsConnected()) {
-    throw new UnavailableError({
-      detail: "The event store is not reachable; nothing was changed. Retry shortly.",
-      headers: { "retry-after": "2" },
-    });
-  }
+  requireConnected(
+    ctx.natsConnected,
+    "The event store is not reachable; nothing was changed. Retry shortly.",
+  );
 }
 
 /** The caller of a request (401 otherwise). */

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { classifyNatsError } from "../../shared/bus/index.ts";
+import { asAnswerable, classifyNatsError, requireConnected } from "../../shared/bus/index.ts";
 import { checkCallbackAtSubmit } from "../../shared/callbacks/index.ts";
 import type { ClientConfig, RouteTable } from "../../shared/config/index.ts";
 import { routeAllowed } from "../../shared/config/index.ts";
@@ -15,7 +15,6 @@ import {
   RouteForbiddenError,
   SwitchyardError,
   UnauthorizedError,
-  UnavailableError,
 } from "../../shared/errors/index.ts";
 import { readJsonBody } from "../../shared/http/json-body.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
@@ -150,15 +149,11 @@ export function createIngressApp(deps: IngressDeps) {
     return served ? operator.handle(request) : undefined;
   };
 
-  const requireNats = () => {
-    if (!deps.natsConnected()) {
-      throw new UnavailableError({
-        detail:
-          "The event store is not reachable; nothing was persisted. Retry with the same request_id.",
-        headers: { "retry-after": "2" },
-      });
-    }
-  };
+  const requireNats = () =>
+    requireConnected(
+      deps.natsConnected,
+      "The event store is not reachable; nothing was persisted. Retry with the same request_id.",
+    );
 
   const errorAnswer = (thrown: unknown, request: Request, code: unknown): Response => {
     if (code === "NOT_FOUND") return unroutedProblem(request);
@@ -167,8 +162,7 @@ export function createIngressApp(deps: IngressDeps) {
     }
     // The handlers classify NATS failures where they call it; this catches any they do not, so
     // NATS going away is always a 503 to retry, never a 500.
-    const error =
-      thrown instanceof SwitchyardError ? thrown : (classifyNatsError(thrown) ?? thrown);
+    const error = asAnswerable(thrown);
     const path = pathOf(request);
     if (request.method === "POST" && path === "/run") {
       deps.metrics?.runs.inc({

@@ -6,7 +6,7 @@ import {
   RequestError,
   TimeoutError,
 } from "@nats-io/transport-node";
-import { StorageFullError, type SwitchyardError, UnavailableError } from "../errors/index.ts";
+import { StorageFullError, SwitchyardError, UnavailableError } from "../errors/index.ts";
 import { isJsError } from "./js-errors.ts";
 
 /** JetStream errors that mean "no room": stream limits (discard new) or account limits. */
@@ -36,6 +36,22 @@ function isTransient(err: unknown): boolean {
     }
   }
   return false;
+}
+
+/**
+ * Throws 503 `unavailable` (Retry-After 2) at once while NATS is known to be away, so a handler
+ * does not wait for nats.js's request timeout to learn what the connection status already says.
+ */
+export function requireConnected(connected: () => boolean, detail: string): void {
+  if (!connected()) throw new UnavailableError({ detail, headers: { "retry-after": "2" } });
+}
+
+/**
+ * What an HTTP edge answers for a thrown value: the hub's own errors as they are, a NATS failure
+ * as its typed error (503), anything else unchanged (a 500). Used where errors become problem+json.
+ */
+export function asAnswerable(err: unknown): unknown {
+  return err instanceof SwitchyardError ? err : (classifyNatsError(err) ?? err);
 }
 
 /**

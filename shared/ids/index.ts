@@ -35,6 +35,7 @@ let idPoolAt = 0;
  * Keys and secrets do not come from here: they use randomBytes where they are made.
  */
 export function idBytes(length: number): Buffer {
+  // A view into the pool, encoded at once by every caller; copy it to keep it.
   if (idPoolAt + length > idPool.length) {
     idPool = randomBytes(Math.max(ID_POOL_BYTES, length));
     idPoolAt = 0;
