@@ -10,6 +10,8 @@ import type { HeldJob } from "./read-model.ts";
  */
 export class HeldJobs<State> {
   private readonly jobs = new Map<string, HeldJob<State>>();
+  /** Jobs whose write failed: due again next round (after the backoff), not after the linger. */
+  private readonly retrying = new Set<HeldJob<State>>();
 
   /** Adds an event to its job's group (starting the group on its first event); returns it. */
   add(msg: JsMsg, event: JobEvent, now: number): HeldJob<State> {
@@ -41,8 +43,8 @@ export class HeldJobs<State> {
 
   /**
    * Jobs whose effect is written this round: touched ones that settled (or must heal), those
-   * whose linger ran out (a prefix, oldest first), or all of them when `all` (stopping). Neither
-   * step walks every held job.
+   * whose write failed, those whose linger ran out (a prefix, oldest first), or all of them when
+   * `all` (stopping). Neither step walks every held job.
    */
   due(options: {
     readonly now: number;
@@ -53,6 +55,8 @@ export class HeldJobs<State> {
   }): HeldJob<State>[] {
     if (options.all) return [...this.jobs.values()];
     const list = new Set<HeldJob<State>>();
+    for (const job of this.retrying) if (this.has(job)) list.add(job);
+    this.retrying.clear();
     for (const job of options.touched) {
       if (job.heal || (job.state !== undefined && options.settled(job.state))) list.add(job);
     }
@@ -61,6 +65,11 @@ export class HeldJobs<State> {
       list.add(job);
     }
     return [...list];
+  }
+
+  /** The job's write failed: it is due again in the next round. */
+  retry(job: HeldJob<State>): void {
+    this.retrying.add(job);
   }
 
   /** The job's effect is written: it leaves the group. */
@@ -75,6 +84,7 @@ export class HeldJobs<State> {
 
   clear(): void {
     this.jobs.clear();
+    this.retrying.clear();
   }
 
   get size(): number {

@@ -100,7 +100,12 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
 
   /** Makes every due job ready to write; returns those that are (the rest failed). */
   const ready = async (due: HeldJob<State>[]) => {
-    await foldAll(due.filter((job) => !job.heal && job.state === undefined));
+    // A read that fails leaves its jobs unloaded: they fail this round and are retried.
+    await foldAll(due.filter((job) => !job.heal && job.state === undefined)).catch(
+      (err: unknown) => {
+        logger.warn({ durable, err: (err as Error).message }, `${model.name} read failed`);
+      },
+    );
     const healed = await Promise.all(
       due.map((job) =>
         job.heal
@@ -119,6 +124,7 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
     job.state = undefined;
     job.folded = 0;
     job.retried = true;
+    held.retry(job);
   };
 
   /** Writes the due jobs; true when every one was written. */
@@ -166,7 +172,13 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
    */
   const round = async (batch: JsMsg[], all: boolean) => {
     const touched = take(batch);
-    await foldAll(touched);
+    try {
+      await foldAll(touched);
+    } catch (err) {
+      // A read that failed (the store away): those jobs are read again next round.
+      for (const job of touched) if (job.state === undefined) held.retry(job);
+      throw err;
+    }
     // Fenced: while the lease is not held, nothing is written or acknowledged and the work stays
     // held. A lease really lost stands this runner down (halt drops it all, the new holder
     // refolds from its position); a renewal that was only late lets the next round go on.

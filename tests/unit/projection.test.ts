@@ -143,4 +143,17 @@ describe("HeldJobs", () => {
     expect(next).not.toBe(job);
     expect(next.since).toBe(200);
   });
+
+  test("a job whose write failed is due in the next round, once, not after its linger", () => {
+    const { msg } = deliveries();
+    const held = new HeldJobs<string>();
+    const job = held.add(msg(1), event("x"), 0);
+    const quiet = { now: 10, lingerMs: 1_000, touched: new Set<HeldJob<string>>(), all: false };
+    held.retry(job);
+    expect(held.due({ ...quiet, settled: () => false })).toEqual([job]);
+    expect(held.due({ ...quiet, settled: () => false })).toEqual([]);
+    held.retry(job);
+    held.written(job);
+    expect(held.due({ ...quiet, settled: () => false })).toEqual([]);
+  });
 });
