@@ -106,17 +106,20 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
         logger.warn({ durable, err: (err as Error).message }, `${model.name} read failed`);
       },
     );
-    const healed = await Promise.all(
-      due.map((job) =>
-        job.heal
-          ? heal(job).catch((err: unknown) => {
-              logger.warn({ key: job.key, err: (err as Error).message }, "heal read failed");
-              return false;
-            })
-          : job.state !== undefined,
-      ),
-    );
-    return due.filter((_, i) => healed[i]);
+    const healing = due.filter((job) => job.heal);
+    const healed = new Set<HeldJob<State>>();
+    if (healing.length > 0) {
+      await Promise.all(
+        healing.map((job) =>
+          heal(job).then(
+            (ok) => ok && healed.add(job),
+            (err: unknown) =>
+              logger.warn({ key: job.key, err: (err as Error).message }, "heal read failed"),
+          ),
+        ),
+      );
+    }
+    return due.filter((job) => (job.heal ? healed.has(job) : job.state !== undefined));
   };
 
   const failed = (job: HeldJob<State>) => {
