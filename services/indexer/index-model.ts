@@ -93,7 +93,7 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
     const rows: IndexRow[] = [];
     const counts = new Map<string, CountDelta>();
     for (const job of batch.jobs) {
-      const fold = job.state as RowFold;
+      const fold = job.state;
       const next = rowOf(fold);
       if (next === undefined) continue;
       rows.push(next);
@@ -118,7 +118,7 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
       for (const r of rows) written = Math.max(written, r.view.seq);
     }
     for (const job of batch.jobs) {
-      const view = (job.state as RowFold).view;
+      const view = job.state.view;
       if (view === null || isSettledView(view)) unsettled.delete(job.key);
       else unsettled.set(job.key, view);
     }

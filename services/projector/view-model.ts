@@ -140,16 +140,14 @@ export function createViewModel(deps: {
     write(batch: WriteBatch<ViewFold>) {
       return Promise.all(
         batch.jobs.map((job) =>
-          tracedWrite(tracing, job, () => writeOne(job, job.state as ViewFold)).catch(
-            (err: unknown) => {
-              store.forget(job.key);
-              logger.error(
-                { key: job.key, err: (err as Error).message },
-                "projection failed; retrying",
-              );
-              return false;
-            },
-          ),
+          tracedWrite(tracing, job, () => writeOne(job, job.state)).catch((err: unknown) => {
+            store.forget(job.key);
+            logger.error(
+              { key: job.key, err: (err as Error).message },
+              "projection failed; retrying",
+            );
+            return false;
+          }),
         ),
       );
     },

@@ -31,6 +31,9 @@ export interface HeldJob<State> {
   folded: number;
 }
 
+/** A held job whose state is loaded and folded with all its events: ready to write. */
+export type LoadedJob<State> = HeldJob<State> & { state: State };
+
 /** What a read model's write may check: the runner's identity and whether it still leads. */
 export interface Fence {
   /** The partition this runner folds. */
@@ -42,7 +45,7 @@ export interface Fence {
 /** One round's due jobs, handed to {@link ReadModel.write}. */
 export interface WriteBatch<State> {
   /** Every job is loaded (and healed when it must be) and folded with all its events. */
-  readonly jobs: readonly HeldJob<State>[];
+  readonly jobs: readonly LoadedJob<State>[];
   /**
    * The stream sequence at or below which every delivered event is written once this batch is:
    * for a model that commits its position with its rows. Computed on call.

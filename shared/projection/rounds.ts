@@ -7,6 +7,7 @@ import { HeldJobs } from "./held.ts";
 import {
   type Fence,
   type HeldJob,
+  type LoadedJob,
   type Pace,
   ProjectionFencedError,
   type ReadModel,
@@ -119,7 +120,9 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
         ),
       );
     }
-    return due.filter((job) => (job.heal ? healed.has(job) : job.state !== undefined));
+    return due.filter(
+      (job): job is LoadedJob<State> => job.state !== undefined && (!job.heal || healed.has(job)),
+    );
   };
 
   const failed = (job: HeldJob<State>) => {
