@@ -39,6 +39,8 @@ function countStore() {
     epoch: 0,
     /** Every accepted write: who wrote it and the total count after it. */
     writes: [] as { writer: string; total: number }[],
+    /** Jobs folded again from their history (a redelivery among their events). */
+    replays: 0,
   };
 }
 type CountStore = ReturnType<typeof countStore>;
@@ -75,6 +77,7 @@ function countModel(store: CountStore, writer: string): ReadModel<JobCount> {
     fold,
     // A heal replaces the fold: the job's events above its stored sequence, from its history.
     replay(state, history) {
+      store.replays++;
       const fresh = { clientId: state.clientId, seq: state.seq, added: 0 };
       for (const entry of history) fold(fresh, entry.event, entry.seq);
       return fresh;
@@ -104,6 +107,7 @@ async function runner(options: {
   readonly store: CountStore;
   readonly writer: string;
   readonly lingerMs: number;
+  readonly ackWaitMs?: number;
 }) {
   const { nc, store, writer, lingerMs } = options;
   const logger = captureLogger().logger;
@@ -129,7 +133,7 @@ async function runner(options: {
       maxBatch: 20,
       lingerMs,
       roundGapMs: 5,
-      ackWaitMs: 30_000,
+      ackWaitMs: options.ackWaitMs ?? 30_000,
       backoffMs: { first: 50, max: 500 },
     },
   });
@@ -199,3 +203,38 @@ test("a standby runner takes over a dead holder's lease; the model never goes ba
   expect(store.counts).toEqual(await eventsPerClient());
   expect([...store.counts.values()].reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(160);
 }, 60_000);
+
+test("a job held past the ack wait comes again redelivered: it is folded from its history, counted once", async () => {
+  await using nats = await startNats();
+  await using hub = await startHub({
+    nats,
+    services: ["ingress", "executor"],
+    clients: CLIENTS.map((c) => ({ ...c, routes: ["demo.*"] })),
+  });
+  const client = CLIENTS[1] as (typeof CLIENTS)[number]; // beta: held for the whole linger
+  for (let i = 0; i < 10; i++) {
+    const body = { request_id: `h-${i}`, route: "demo.echo", input: "x" };
+    expect((await hub.run(body, client.token)).status).toBeLessThan(300);
+  }
+  const { jsm } = hub.running.hub;
+  const events = async () => {
+    const info = await jsm.streams.info(TOPOLOGY.eventsStream, {
+      subjects_filter: `${EVENT_SUBJECT_ROOT}.${client.id}.>`,
+    });
+    return Object.values(info.state.subjects ?? {}).reduce((x, y) => x + y, 0);
+  };
+  await waitFor("every job done in the stream", async () => (await events()) === 20);
+  const store = countStore();
+  const nc = await connect({ servers: nats.url });
+  // Held for 5 s, un-acked, while the server redelivers after 300 ms.
+  const only = await runner({ nc, store, writer: "only", lingerMs: 5_000, ackWaitMs: 300 });
+  await only.start();
+  await waitFor("every event counted", () => store.counts.get(client.id) === 20, {
+    timeoutMs: 4_000,
+  });
+  await only.stop();
+  await nc.close();
+  expect(store.replays).toBeGreaterThan(0);
+  expect(store.counts.get(client.id)).toBe(20);
+  expect(store.position).toBe((await jsm.streams.info(TOPOLOGY.eventsStream)).state.last_seq);
+}, 30_000);
