@@ -1,6 +1,5 @@
 import { type RedeliveryResult, requestRedelivery } from "../../shared/callbacks/index.ts";
 import { InvalidRequestError, JobNotFoundError } from "../../shared/errors/index.ts";
-import { BulkTooLargeError } from "../../shared/errors/operator.ts";
 import type { JobFilter } from "../../shared/search/index.ts";
 import { requireOperatorRole } from "./auth.ts";
 import {
@@ -14,6 +13,7 @@ import {
   requireEventStore,
   requireStore,
 } from "./context.ts";
+import { BulkTooLargeError } from "./errors.ts";
 import { searchJobs } from "./jobs-routes.ts";
 import { filterOf, invalid, noQuery, WHERE_KEYS } from "./search.ts";
 

@@ -4,7 +4,6 @@ import {
   JobNotFoundError,
   RequestConflictError,
 } from "../../shared/errors/index.ts";
-import { JobNotRetryableError } from "../../shared/errors/operator.ts";
 import { foldHistory, readJobHistory } from "../../shared/jobs/index.ts";
 import { encodeCursor, listHeaders } from "../../shared/search/index.ts";
 import { requireOperatorRole } from "./auth.ts";
@@ -17,6 +16,7 @@ import {
   requireEventStore,
   requireStore,
 } from "./context.ts";
+import { JobNotRetryableError } from "./errors.ts";
 import { adminJob, callbackAttempts, timelineEntry } from "./redact.ts";
 import { noQuery, parseSearch } from "./search.ts";
 

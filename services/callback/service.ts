@@ -30,7 +30,7 @@ import {
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { headerOf } from "../../shared/nats/headers.ts";
+import { headerOf } from "../../shared/nats/index.ts";
 import {
   type ConnectionPool,
   createConnectionPool,

@@ -16,7 +16,7 @@ import {
   SwitchyardError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
-import { readJsonBody } from "../../shared/http/json-body.ts";
+import { readJsonBody } from "../../shared/http/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
 import type { JsonShapeLimits } from "../../shared/json/index.ts";

@@ -17,7 +17,7 @@ import {
   SwitchyardError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
-import { readJsonBody } from "../../shared/http/json-body.ts";
+import { readJsonBody } from "../../shared/http/index.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import {
   checkJsonShape,

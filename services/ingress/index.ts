@@ -4,23 +4,25 @@ import {
   type ClientDirectory,
   type Config,
   createRouteTable,
-  type OperatorConfig,
-  type OperatorDirectory,
   parseDuration,
 } from "../../shared/config/index.ts";
 import { openDispatchIndex } from "../../shared/dispatch/index.ts";
 import { listenOrExplain } from "../../shared/http/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
-import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared/ids/index.ts";
-import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
+import {
+  createJobIdDeriver,
+  type IdGenerator,
+  type JobIdDeriver,
+  loadJobIdKey,
+} from "../../shared/ids/index.ts";
+import { createJobReader, createJobViewCache, type JobReader } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
-import { createOperatorSurface } from "../admin-api/index.ts";
 import { createIngressApp } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
-import { clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
+import { type AuthFailureLimiter, clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
 import { serverErrorResponse } from "./http-edge.ts";
 import { createJobsApi } from "./jobs-api.ts";
@@ -30,6 +32,8 @@ import { createSharedRateLimiter, openRateBucket } from "./shared-rate-limit.ts"
 import { createRunSubmitter } from "./submit-run.ts";
 
 export { createIngressApp } from "./app.ts";
+export { type Authenticator, createAuthenticator } from "./auth.ts";
+export type { AuthFailureLimiter } from "./auth-limit.ts";
 export { buildOpenApiDocument } from "./openapi.ts";
 export { RunRequestSchema, validateRunRequest } from "./run-request.ts";
 
@@ -42,16 +46,33 @@ export interface IngressDeps {
   readonly metrics?: HubMetrics;
   /** The search index (GET /jobs, the operator API); absent when index.enabled is false. */
   readonly index?: IndexStore;
-  /** The operator API and console, mounted on this server (services/admin-api). */
-  readonly operator?: {
-    readonly paths: readonly string[];
-    handle(request: Request): Promise<Response>;
-  };
+  /**
+   * Another surface served on this server (the operator API and console, which services/runtime
+   * mounts): built once the ingress's shared parts exist.
+   */
+  readonly mount?: (edge: IngressEdge) => Promise<MountedSurface>;
   readonly tracing?: Tracing;
   /** The clients as reloaded (SIGHUP, a changed file); default: config.clients, fixed. */
   readonly clients?: ClientDirectory;
-  /** The operators as reloaded, like `clients`; default: config.operators, fixed. */
-  readonly operators?: OperatorDirectory;
+}
+
+/** What the ingress shares with a surface mounted on its server. */
+export interface IngressEdge {
+  /** Failed authentications per source address, counted for both surfaces together. */
+  readonly authFailures: AuthFailureLimiter;
+  /** The caller's address, as server.trust_proxy_hops says to read it. */
+  readonly addressOf: (request: Request) => string;
+  readonly deriveJobId: JobIdDeriver;
+  /** Read-your-writes for events appended outside the Client API (the job reader's). */
+  readonly appended: JobReader["appended"];
+}
+
+/** A surface answering for its own paths (its own auth, roles and errors). */
+export interface MountedSurface {
+  readonly paths: readonly string[];
+  handle(request: Request): Promise<Response>;
+  /** Rebuilds its credentials after a reload. */
+  reloadCredentials(): Promise<void>;
 }
 
 export interface RunningIngress {
@@ -64,13 +85,6 @@ export interface RunningIngress {
   /** Rebuilds authentication from the client and operator directories after a reload. */
   reloadCredentials(): Promise<void>;
 }
-
-/**
- * Operators authenticate like clients (hashed tokens or JWTs), against their own list; they sign
- * no callbacks, so the client shape gets none.
- */
-const asClients = (operators: readonly OperatorConfig[]) =>
-  operators.map((o) => ({ ...o, callback_secrets: [] })) as unknown as Config["clients"];
 
 /** Starts the Client API HTTP server on config.server.host/port. */
 export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
@@ -94,22 +108,11 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     natsUrl: config.nats.url,
     metadata,
   });
-  // The operator API and console (issue 16) on this server: operator credentials only.
-  const operatorEntries = () => deps.operators?.entries() ?? config.operators;
-  const operatorAuth = await createAuthenticator(asClients(operatorEntries()));
-  const operator = await createOperatorSurface({
-    hub,
-    config,
-    ...(deps.index ? { store: deps.index } : {}),
-    credentials: operatorAuth,
-    ...(deps.operators ? { operators: deps.operators } : {}),
-    limiter: authFailures,
+  const operator = await deps.mount?.({
+    authFailures,
     addressOf: (request) =>
       clientAddress(request, listening?.requestIP(request), config.server.trust_proxy_hops),
     deriveJobId,
-    clock,
-    ids: deps.ids,
-    logger: logger.child({ component: "operator-api" }),
     appended: reader.appended,
   });
   const jobsApi = createJobsApi({
@@ -132,7 +135,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const auth = await createAuthenticator(entries());
   const app = createIngressApp({
     jobsApi,
-    operator,
+    ...(operator ? { operator } : {}),
     auth,
     routes,
     submitter: createRunSubmitter({
@@ -208,7 +211,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     url,
     async reloadCredentials() {
       await auth.update(entries());
-      await operatorAuth.update(asClients(operatorEntries()));
+      await operator?.reloadCredentials();
     },
     async stop() {
       draining = true;

@@ -157,14 +157,23 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   // the ingress's HTTP stack or the executor's tool compiler (about 25 MB of RSS each).
   if (services.includes("ingress")) {
     const { startIngress } = await import("../ingress/index.ts");
+    const { operatorMount } = await import("./operator.ts");
     ingress = await startIngress({
       hub,
       ...deps,
       metrics,
       clients,
-      operators,
       logger: logger.child({ component: "ingress" }),
       ...ctx.search.ingress,
+      mount: operatorMount({
+        hub,
+        config,
+        operators,
+        ...ctx.search.ingress,
+        clock: deps.clock,
+        ids: deps.ids,
+        logger,
+      }),
     });
     stoppables.push({ name: "ingress", stop: ingress.stop });
   }

@@ -1,6 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { readLastEvent } from "../bus/read.ts";
+import { readLastEvent } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
 import type { RouteConfig } from "../config/index.ts";
 import {
@@ -16,7 +16,7 @@ import {
 import type { IdGenerator } from "../ids/index.ts";
 import type { Logger } from "../log/index.ts";
 import { publishCancelNotice } from "../schedule/index.ts";
-import { type CurrentStatus, readStatus, writeStatus } from "../worker/status.ts";
+import { type CurrentStatus, readStatus, writeStatus } from "../worker/index.ts";
 
 export interface CancelDeps {
   readonly nc: NatsConnection;

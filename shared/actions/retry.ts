@@ -1,6 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
-import { readLastEvent } from "../bus/read.ts";
+import { appendEvent, readLastEvent } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
 import {
   type Actor,

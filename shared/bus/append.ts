@@ -1,6 +1,6 @@
 import { type JetStreamClient, PubHeaders } from "@nats-io/jetstream";
 import { type JobEvent, streamKindOf } from "../domain/index.ts";
-import { headersOf } from "../nats/headers.ts";
+import { headersOf } from "../nats/index.ts";
 import { EVENT_TYPE_HEADER, encodeEvent, TRACEPARENT_HEADER } from "./codec.ts";
 import { isJsError } from "./js-errors.ts";
 import { jobSubject } from "./subjects.ts";

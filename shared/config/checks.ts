@@ -5,8 +5,8 @@
  * each other. Nothing here connects anywhere; nothing here throws.
  */
 import { createPrivateKey, createPublicKey } from "node:crypto";
-import { CidrParseError, parseCidr } from "../net/cidr.ts";
-import { parseWebhookSecret, WebhookSecretError } from "../webhooks/secret.ts";
+import { CidrParseError, parseCidr } from "../net/index.ts";
+import { parseWebhookSecret, WebhookSecretError } from "../webhooks/index.ts";
 import { credential } from "./clients.ts";
 import type { ConfigIssue } from "./load.ts";
 import type { ClientEntry, Config, RouteConfig } from "./schema.ts";

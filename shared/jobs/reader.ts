@@ -1,7 +1,6 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { readLastEvent } from "../bus/read.ts";
-import { jobViewKey } from "../bus/subjects.ts";
+import { jobViewKey, readLastEvent } from "../bus/index.ts";
 import { evolve, type JobState, type JobView } from "../domain/index.ts";
 import { GenerationalMap } from "./generations.ts";
 import type { JobViewCache } from "./view-cache.ts";

@@ -8,7 +8,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { ensureStream } from "../bus/streams.ts";
+import { ensureStream } from "../bus/index.ts";
 
 /*
  * Telling executors that a job was cancelled (docs/executors.md, "Cancel"). The cancel itself is

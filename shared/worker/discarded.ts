@@ -1,5 +1,5 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
+import { appendEvent } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
 import { decideDiscardedResult, type JobEvent, type StatusIntent } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
