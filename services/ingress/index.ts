@@ -1,3 +1,4 @@
+import type { AnyElysia } from "elysia";
 import { callbackEgressPolicy } from "../../shared/callbacks/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import {
@@ -20,7 +21,7 @@ import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
-import { createIngressApp } from "./app.ts";
+import { createIngressPlugins, type IngressPlugins } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
 import { type AuthFailureLimiter, clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
@@ -31,7 +32,7 @@ import { buildOpenApiDocument } from "./openapi.ts";
 import { createSharedRateLimiter, openRateBucket } from "./shared-rate-limit.ts";
 import { createRunSubmitter } from "./submit-run.ts";
 
-export { createIngressApp } from "./app.ts";
+export type { IngressPlugins } from "./app.ts";
 export { type Authenticator, createAuthenticator } from "./auth.ts";
 export type { AuthFailureLimiter } from "./auth-limit.ts";
 export { buildOpenApiDocument } from "./openapi.ts";
@@ -46,11 +47,6 @@ export interface IngressDeps {
   readonly metrics?: HubMetrics;
   /** The search index (GET /jobs, the operator API); absent when index.enabled is false. */
   readonly index?: IndexStore;
-  /**
-   * Another surface served on this server (the operator API and console, which services/runtime
-   * mounts): built once the ingress's shared parts exist.
-   */
-  readonly mount?: (edge: IngressEdge) => Promise<MountedSurface>;
   readonly tracing?: Tracing;
   /** The clients as reloaded (SIGHUP, a changed file); default: config.clients, fixed. */
   readonly clients?: ClientDirectory;
@@ -67,14 +63,6 @@ export interface IngressEdge {
   readonly appended: JobReader["appended"];
 }
 
-/** A surface answering for its own paths (its own auth, roles and errors). */
-export interface MountedSurface {
-  readonly paths: readonly string[];
-  handle(request: Request): Promise<Response>;
-  /** Rebuilds its credentials after a reload. */
-  reloadCredentials(): Promise<void>;
-}
-
 export interface RunningIngress {
   readonly port: number;
   /** The body limit in force (server.max_body_bytes, or derived from NATS max_payload). */
@@ -82,17 +70,28 @@ export interface RunningIngress {
   readonly url: string;
   /** Stops accepting, lets in-flight requests finish. The caller drains NATS afterwards. */
   stop(): Promise<void>;
-  /** Rebuilds authentication from the client and operator directories after a reload. */
+  /** Rebuilds client authentication from the client directory after a reload. */
   reloadCredentials(): Promise<void>;
 }
 
-/** Starts the Client API HTTP server on config.server.host/port. */
-export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
+/**
+ * The Client API, ready to serve: its plugins, and what it shares with a surface the runtime
+ * serves beside it on the same server (the operator API).
+ */
+export interface Ingress {
+  readonly plugins: IngressPlugins;
+  readonly edge: IngressEdge;
+  /** Serves `app` (these plugins, and whatever is mounted with them) on server.host/port. */
+  listen(app: AnyElysia): RunningIngress;
+}
+
+/** Builds the Client API's parts over the hub connection; nothing listens yet. */
+export async function createIngress(deps: IngressDeps): Promise<Ingress> {
   const { hub, config, logger, clock } = deps;
   // GET /jobs and replays of settled jobs answer from memory; other views are read from KV.
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
-  let draining = false;
+  const state = { draining: false };
   const routes = createRouteTable(config);
   const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
   const authFailures = createAuthFailureLimiter(clock, config.server.auth_failures_per_minute);
@@ -108,34 +107,25 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     natsUrl: config.nats.url,
     metadata,
   });
-  const operator = await deps.mount?.({
-    authFailures,
-    addressOf: (request) =>
-      clientAddress(request, listening?.requestIP(request), config.server.trust_proxy_hops),
-    deriveJobId,
-    appended: reader.appended,
-  });
-  const jobsApi = createJobsApi({
-    ...(deps.index ? { store: deps.index } : {}),
-    cancel: {
-      nc: hub.nc,
-      js: hub.js,
-      jsm: hub.jsm,
-      clock,
-      ids: deps.ids,
-      route: routes.route,
-      replicas: config.nats.replicas,
-      logger,
-      appended: reader.appended,
-    },
-    now: () => clock.now().getTime(),
-    maxBodyBytes,
-  });
   const entries = () => deps.clients?.entries() ?? config.clients;
   const auth = await createAuthenticator(entries());
-  const app = createIngressApp({
-    jobsApi,
-    ...(operator ? { operator } : {}),
+  const plugins = createIngressPlugins({
+    jobsApi: createJobsApi({
+      ...(deps.index ? { store: deps.index } : {}),
+      cancel: {
+        nc: hub.nc,
+        js: hub.js,
+        jsm: hub.jsm,
+        clock,
+        ids: deps.ids,
+        route: routes.route,
+        replicas: config.nats.replicas,
+        logger,
+        appended: reader.appended,
+      },
+      now: () => clock.now().getTime(),
+      maxBodyBytes,
+    }),
     auth,
     routes,
     submitter: createRunSubmitter({
@@ -164,7 +154,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     },
     logger,
     natsConnected: hub.connected,
-    ready: async () => !draining && (await hub.topologyReady()),
+    ready: async () => !state.draining && (await hub.topologyReady()),
     openapi: buildOpenApiDocument(),
     callbackPolicy: callbackEgressPolicy(config.callbacks),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
@@ -183,6 +173,34 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       maxBodyBytes,
     }),
   });
+  const edge: IngressEdge = {
+    authFailures,
+    addressOf: (request) =>
+      clientAddress(request, listening?.requestIP(request), config.server.trust_proxy_hops),
+    deriveJobId,
+    appended: reader.appended,
+  };
+  return {
+    plugins,
+    edge,
+    listen(app) {
+      const running = listenIngress(app, { config, logger, maxBodyBytes, state });
+      listening = running.server;
+      return { ...running.ingress, reloadCredentials: () => auth.update(entries()) };
+    },
+  };
+}
+
+interface ListenDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly maxBodyBytes: number;
+  /** Set on stop: /readyz answers not ready from then on. */
+  readonly state: { draining: boolean };
+}
+
+function listenIngress(app: AnyElysia, deps: ListenDeps) {
+  const { config, logger, state } = deps;
   listenOrExplain(
     () =>
       app.listen({
@@ -202,19 +220,14 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   );
   const server = app.server;
   if (!server) throw new Error("ingress did not start");
-  listening = server;
   const url = `http://${config.server.host}:${server.port}`;
   logger.info({ url }, "ingress listening");
-  return {
+  const ingress: Omit<RunningIngress, "reloadCredentials"> = {
     port: server.port ?? 0,
-    maxBodyBytes,
+    maxBodyBytes: deps.maxBodyBytes,
     url,
-    async reloadCredentials() {
-      await auth.update(entries());
-      await operator?.reloadCredentials();
-    },
     async stop() {
-      draining = true;
+      state.draining = true;
       // In-flight requests finish within the publish timeout. A connection still open after that
       // is a client that stopped sending a body we already answered (a 413): close it.
       const graceMs = parseDuration(config.nats.publish_timeout) + 2_000;
@@ -232,4 +245,5 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       }
     },
   };
+  return { server, ingress };
 }
