@@ -13,6 +13,7 @@ import {
   type RunRequested,
   type StatusIntent,
 } from "../domain/index.ts";
+import { cancelRequestOf } from "../executor-kinds/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import type { Logger } from "../log/index.ts";
 import { publishCancelNotice } from "../schedule/index.ts";
@@ -118,7 +119,7 @@ export async function cancelJob(
     },
     {
       // Also for a queued job: the first HTTP attempt is made before anything is recorded.
-      httpCancel: executor?.kind === "http" && executor.cancel_url !== undefined,
+      cancelRequest: executor !== undefined && cancelRequestOf(executor) !== undefined,
       replicas: deps.replicas,
     },
   ).catch((err: unknown) =>
