@@ -1,8 +1,8 @@
 import type { RouteConfig } from "../../../shared/config/index.ts";
-import { builtinKind } from "./builtin.ts";
+import { builtinKind } from "./builtin/index.ts";
 import { httpKind } from "./http/index.ts";
 import type { ExecutorKind } from "./kind.ts";
-import { natsKind } from "./nats.ts";
+import { natsKind } from "./nats/index.ts";
 
 export type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "./kind.ts";
 
