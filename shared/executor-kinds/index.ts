@@ -21,7 +21,7 @@ export type { HttpExecutorConfig } from "./http/index.ts";
 
 /**
  * `routes[].executor`: one member per kind. The kinds that ship are typed here; a kind registered
- * later (registerExecutorKind) joins the same union, so the config loader accepts its routes.
+ * later (registerKindDescriptor) joins the same union, so the config loader accepts its routes.
  */
 export const ExecutorConfigSchema = Type.Union([
   BuiltinExecutorSchema,
@@ -38,22 +38,31 @@ const registry = new Map<string, ExecutorKindDescriptor>();
 
 /**
  * Adds a kind: its config joins `routes[].executor` and its capabilities are asked for its
- * routes. Register before loading the config; a name is registered once.
+ * routes. Register before loading the config; the same descriptor registered again is a no-op,
+ * another one of the same name an error.
  */
-export function registerExecutorKind<C extends KindedConfig>(
+export function registerKindDescriptor<C extends KindedConfig>(
   descriptor: ExecutorKindDescriptor<C>,
 ): void {
-  if (registry.has(descriptor.name)) {
-    throw new Error(`executor kind ${descriptor.name} is registered already`);
-  }
+  const same = registry.get(descriptor.name);
+  if (same === descriptor) return;
+  if (same) throw new Error(`executor kind ${descriptor.name} is registered already`);
   registry.set(descriptor.name, descriptor);
   const members: TSchema[] = ExecutorConfigSchema.anyOf;
   if (!members.includes(descriptor.config)) members.push(descriptor.config);
 }
 
-registerExecutorKind(builtinExecutor);
-registerExecutorKind(httpExecutor);
-registerExecutorKind(natsExecutor);
+registerKindDescriptor(builtinExecutor);
+registerKindDescriptor(httpExecutor);
+registerKindDescriptor(natsExecutor);
+
+/** Whether an executor config is of this kind: narrows a route's executor to the kind's config. */
+export function isConfigOf<C extends KindedConfig>(
+  descriptor: ExecutorKindDescriptor<C>,
+  executor: KindedConfig,
+): executor is C {
+  return executor.kind === descriptor.name;
+}
 
 /** The kind of an executor config (every config passed the schema, so its kind is registered). */
 export function executorKindOf(executor: KindedConfig): ExecutorKindDescriptor {
