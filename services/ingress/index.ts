@@ -21,7 +21,7 @@ import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
-import { createIngressPlugins, type IngressPlugins } from "./app.ts";
+import { createIngressPlugins, type IngressLimits, type IngressPlugins } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
 import { type AuthFailureLimiter, clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
@@ -33,8 +33,7 @@ import { createSharedRateLimiter, openRateBucket } from "./shared-rate-limit.ts"
 import { createRunSubmitter } from "./submit-run.ts";
 
 export type { IngressPlugins } from "./app.ts";
-export { type Authenticator, createAuthenticator } from "./auth.ts";
-export type { AuthFailureLimiter } from "./auth-limit.ts";
+export { createAuthenticator } from "./auth.ts";
 export { buildOpenApiDocument } from "./openapi.ts";
 export { RunRequestSchema, validateRunRequest } from "./run-request.ts";
 
@@ -96,17 +95,8 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
   const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
   const authFailures = createAuthFailureLimiter(clock, config.server.auth_failures_per_minute);
   let listening: { requestIP(request: Request): { address: string } | null } | undefined;
-  const metadata = {
-    maxDepth: config.server.metadata.max_depth,
-    maxMembers: config.server.metadata.max_members,
-    maxStringLength: config.server.metadata.max_string_length,
-  };
-  const maxBodyBytes = deriveBodyLimit({
-    configured: config.server.max_body_bytes,
-    maxPayload: hub.nc.info?.max_payload ?? DEFAULT_MAX_BODY_BYTES * 2,
-    natsUrl: config.nats.url,
-    metadata,
-  });
+  const limits = ingressLimits(deps);
+  const { maxBodyBytes } = limits;
   const entries = () => deps.clients?.entries() ?? config.clients;
   const auth = await createAuthenticator(entries());
   const plugins = createIngressPlugins({
@@ -146,12 +136,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
     }),
     authFailures,
     trustProxyHops: config.server.trust_proxy_hops,
-    limits: {
-      maxBodyBytes,
-      metadata,
-      maxUrlLength: config.server.max_url_length,
-      maxHeaderBytes: config.server.max_header_bytes,
-    },
+    limits,
     logger,
     natsConnected: hub.connected,
     ready: async () => !state.draining && (await hub.topologyReady()),
@@ -159,19 +144,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
     callbackPolicy: callbackEgressPolicy(config.callbacks),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
-    executorReports: createExecutorReportHandler({
-      js: hub.js,
-      jsm: hub.jsm,
-      routes: config.routes,
-      index: await openDispatchIndex(hub.nc, {
-        replicas: config.nats.replicas,
-        ttlMs: parseDuration(config.nats.events_max_age),
-      }),
-      clock,
-      ids: deps.ids,
-      logger: logger.child({ component: "executor-reports" }),
-      maxBodyBytes,
-    }),
+    executorReports: await executorReportsOf(deps, maxBodyBytes),
   });
   const edge: IngressEdge = {
     authFailures,
@@ -189,6 +162,44 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
       return { ...running.ingress, reloadCredentials: () => auth.update(entries()) };
     },
   };
+}
+
+/** The request limits of server.*: the body limit (configured, or derived from max_payload). */
+function ingressLimits({ hub, config }: IngressDeps): IngressLimits {
+  const metadata = {
+    maxDepth: config.server.metadata.max_depth,
+    maxMembers: config.server.metadata.max_members,
+    maxStringLength: config.server.metadata.max_string_length,
+  };
+  return {
+    maxBodyBytes: deriveBodyLimit({
+      configured: config.server.max_body_bytes,
+      maxPayload: hub.nc.info?.max_payload ?? DEFAULT_MAX_BODY_BYTES * 2,
+      natsUrl: config.nats.url,
+      metadata,
+    }),
+    metadata,
+    maxUrlLength: config.server.max_url_length,
+    maxHeaderBytes: config.server.max_header_bytes,
+  };
+}
+
+/** POST /executor/v1/jobs/{job_id}/events, over the dispatch index the executor writes. */
+async function executorReportsOf(deps: IngressDeps, maxBodyBytes: number) {
+  const { hub, config } = deps;
+  return createExecutorReportHandler({
+    js: hub.js,
+    jsm: hub.jsm,
+    routes: config.routes,
+    index: await openDispatchIndex(hub.nc, {
+      replicas: config.nats.replicas,
+      ttlMs: parseDuration(config.nats.events_max_age),
+    }),
+    clock: deps.clock,
+    ids: deps.ids,
+    logger: deps.logger.child({ component: "executor-reports" }),
+    maxBodyBytes,
+  });
 }
 
 interface ListenDeps {
