@@ -39,7 +39,10 @@ export interface OperatorSurfaceDeps {
   readonly appended?: (clientId: string, jobId: string, seq: number) => void;
 }
 
-/** The operator API and console as the runtime mounts them on the ingress's server (services/runtime/operator.ts). */
+/**
+ * The operator API and console as the runtime mounts them on the ingress's server
+ * (services/runtime/operator.ts).
+ */
 export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
   const { hub, config } = deps;
   const auth = createOperatorAuth({

@@ -77,8 +77,8 @@ export interface CancelListenerDeps {
 /**
  * The executor's side of a cancel (best effort; the job is final in the stream already): core
  * notices abort this process's work on the job, and the SWITCHYARD_CANCELS queue holds the one
- * signed cancel request per job for HTTP executors with a `cancel_url`, sent once by whichever
- * executor replica takes it, whatever the answer.
+ * signed cancel request per job for routes whose kind sends one (its descriptor's cancelRequest:
+ * HTTP with a `cancel_url`), sent once by whichever executor replica takes it, whatever the answer.
  */
 export async function startCancelListener(
   deps: CancelListenerDeps,

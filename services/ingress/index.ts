@@ -44,7 +44,7 @@ export interface IngressDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly metrics?: HubMetrics;
-  /** The search index (GET /jobs, the operator API); absent when index.enabled is false. */
+  /** The search index (GET /jobs); absent when index.enabled is false. */
   readonly index?: IndexStore;
   readonly tracing?: Tracing;
   /** The clients as reloaded (SIGHUP, a changed file); default: config.clients, fixed. */
