@@ -1,4 +1,4 @@
-export { ATTEMPT_HEADER, signedTaskRequest } from "./http-post.ts";
+export { ATTEMPT_HEADER, signedTaskRequest } from "./kinds/http/post.ts";
 export { httpStanding } from "./kinds/http/standing.ts";
 export {
   type AdmittedJob,
