@@ -44,7 +44,8 @@ export function proseLines(markdown: string): ProseLine[] {
   markdown.split("\n").forEach((raw, index) => {
     const opener = FENCE.exec(raw)?.[1];
     if (fence !== null) {
-      if (opener !== undefined && opener[0] === fence[0] && opener.length >= fence.length) fence = null;
+      if (opener !== undefined && opener[0] === fence[0] && opener.length >= fence.length)
+        fence = null;
       return;
     }
     if (opener !== undefined) {
