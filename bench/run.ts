@@ -144,7 +144,7 @@ const executorSecret = `whsec_${randomBytes(24).toString("base64")}`;
  * The hub's config for every scenario. Callbacks: the one receiver stands for all of a platform's
  * traffic, so it may use every callback slot (per_destination_concurrency = concurrency = 256);
  * with the default 64 per destination the closed loop is bound by the receiver's lane
- * (docs/performance.md, "What limits it").
+ * (docs/history/performance.md).
  */
 function hubConfig(
   natsUrl: string,
