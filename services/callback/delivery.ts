@@ -1,5 +1,4 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
-import { appendEvent } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
 import {
@@ -10,6 +9,7 @@ import {
   recordAttempt,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { appendEvent } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";

@@ -5,13 +5,10 @@ import type {
   JsMsg,
 } from "@nats-io/jetstream";
 import {
-  appendEvent,
   decodeEvent,
   EVENT_TYPE_HEADER,
   ensureDurable,
   PoisonMessageError,
-  readLastEvent,
-  subjectFilters,
   TOPOLOGY,
   TRACEPARENT_HEADER,
 } from "../../shared/bus/index.ts";
@@ -28,6 +25,7 @@ import {
   type RunSummary,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { appendEvent, readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { headerOf } from "../../shared/nats/headers.ts";

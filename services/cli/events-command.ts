@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { readStream, subjectFilters } from "../../shared/bus/index.ts";
+import { readStream } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import { EVENTS_OPTIONS } from "./options.ts";
 
 export interface CommandIo {

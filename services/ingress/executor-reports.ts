@@ -19,6 +19,7 @@ import {
 } from "../../shared/errors/index.ts";
 import { readJsonBody } from "../../shared/http/json-body.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import { writeStatus } from "../../shared/jobs/index.ts";
 import {
   checkJsonShape,
   containsNumber,
@@ -26,7 +27,6 @@ import {
   OUTPUT_SHAPE_LIMITS,
 } from "../../shared/json/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { writeStatus } from "../../shared/worker/index.ts";
 import { pathOf } from "./http-edge.ts";
 
 /** Path of the report endpoint; `:job_id` is the task's job id. */

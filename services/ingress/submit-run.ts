@@ -1,6 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { InvalidArgumentError } from "@nats-io/transport-node";
-import { appendEvent, classifyNatsError, readLastEvent } from "../../shared/bus/index.ts";
+import { classifyNatsError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
 import {
@@ -17,7 +17,7 @@ import {
   UnavailableError,
 } from "../../shared/errors/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
-import type { JobReader } from "../../shared/jobs/index.ts";
+import { appendEvent, type JobReader, readLastEvent } from "../../shared/jobs/index.ts";
 import type { RunRequest } from "./run-request.ts";
 
 export interface SubmitOutcome {

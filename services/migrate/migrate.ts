@@ -4,11 +4,9 @@ import {
   decodeEvent,
   isJsError,
   markStoreVersion,
-  readLastEvent,
   readStoreVersion,
   readStream,
   STORE_VERSION,
-  subjectFilters,
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
@@ -21,6 +19,13 @@ import {
   type RunRequested,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import {
+  readLastEvent,
+  readStatus,
+  statusAfterWrite,
+  subjectFilters,
+  writeStatus,
+} from "../../shared/jobs/index.ts";
 import { createProgress, type ProgressSink } from "../../shared/progress/index.ts";
 import {
   ensureDeadlineConsumer,
@@ -28,7 +33,6 @@ import {
   publishCallbackWakeup,
   publishDeadlineTimer,
 } from "../../shared/schedule/index.ts";
-import { readStatus, statusAfterWrite, writeStatus } from "../../shared/worker/index.ts";
 
 /** Consumers of store version 1 that version 2 replaced. */
 export const V1_WATCHDOG = "watchdog";

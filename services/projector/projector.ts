@@ -7,16 +7,14 @@ import type {
 import type { KV } from "@nats-io/kv";
 import {
   decodeEvent,
-  jobViewKey,
   type OwnedDurablePump,
   PoisonMessageError,
   pumpOwnedDurable,
   recreateDurableFromFloor,
-  subjectFilters,
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
-import { isSettledView } from "../../shared/jobs/index.ts";
+import { isSettledView, jobViewKey, subjectFilters } from "../../shared/jobs/index.ts";
 import { type Lease, retryWhile } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";

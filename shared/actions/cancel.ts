@@ -1,6 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { readLastEvent } from "../bus/read.ts";
 import type { Clock } from "../clock/index.ts";
 import type { RouteConfig } from "../config/index.ts";
 import {
@@ -14,9 +13,9 @@ import {
   type StatusIntent,
 } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
+import { type CurrentStatus, readLastEvent, readStatus, writeStatus } from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
 import { publishCancelNotice } from "../schedule/index.ts";
-import { type CurrentStatus, readStatus, writeStatus } from "../worker/status.ts";
 
 export interface CancelDeps {
   readonly nc: NatsConnection;

@@ -1,6 +1,4 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
-import { readLastEvent } from "../bus/read.ts";
 import type { Clock } from "../clock/index.ts";
 import {
   type Actor,
@@ -12,6 +10,7 @@ import {
   type RunRequested,
 } from "../domain/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../ids/index.ts";
+import { appendEvent, readLastEvent } from "../jobs/index.ts";
 
 export interface RetryDeps {
   readonly js: JetStreamClient;

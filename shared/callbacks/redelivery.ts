@@ -1,9 +1,10 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appendEvent, readLastEvent, TOPOLOGY } from "../bus/index.ts";
+import { TOPOLOGY } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
 import { evolve, isFinal, type JobEvent } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import { JOB_ID_PATTERN } from "../ids/index.ts";
+import { appendEvent, readLastEvent } from "../jobs/index.ts";
 import { publishCallbackWakeup } from "../schedule/index.ts";
 
 export interface RedeliveryDeps {

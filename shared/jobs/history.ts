@@ -1,8 +1,8 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { decodeEvent, PoisonMessageError } from "../bus/codec.ts";
-import { subjectFilters } from "../bus/subjects.ts";
 import { TOPOLOGY } from "../bus/topology-names.ts";
 import { type JobEvent, type JobState, transition } from "../domain/index.ts";
+import { subjectFilters } from "./subjects.ts";
 
 /** One stored event of a job with its stream sequence and the server's receive time. */
 export interface HistoryEntry {

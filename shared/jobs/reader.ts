@@ -1,9 +1,9 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { readLastEvent } from "../bus/read.ts";
-import { jobViewKey } from "../bus/subjects.ts";
 import { evolve, type JobState, type JobView } from "../domain/index.ts";
 import { GenerationalMap } from "./generations.ts";
+import { readLastEvent } from "./read.ts";
+import { jobViewKey } from "./subjects.ts";
 import type { JobViewCache } from "./view-cache.ts";
 
 export interface JobReader {

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportPKCS8, exportSPKI, generateKeyPair } from "jose";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import { DEFAULT_CLIENTS, startHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
 

@@ -1,12 +1,8 @@
 import { expect, test } from "bun:test";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import {
-  EVENT_TYPE_HEADER,
-  readLastEvent,
-  subjectFilters,
-  TOPOLOGY,
-} from "../../shared/bus/index.ts";
+import { EVENT_TYPE_HEADER, TOPOLOGY } from "../../shared/bus/index.ts";
+import { readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
 import { DEADLINE_STREAM } from "../../shared/schedule/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";

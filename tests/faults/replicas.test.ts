@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { readLastEvent } from "../../shared/bus/index.ts";
+import { readLastEvent } from "../../shared/jobs/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { startNatsCluster } from "../helpers/nats-cluster.ts";
 import { waitFor } from "../helpers/wait.ts";

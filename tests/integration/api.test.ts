@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { subjectFilters, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import { DEFAULT_CLIENTS, startHub, type TestHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
 

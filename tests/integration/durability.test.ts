@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { jetstream } from "@nats-io/jetstream";
 import { rebuildProjection } from "../../services/projector/rebuild.ts";
-import { appendEvent, jobViewKey, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { appendEvent, jobViewKey } from "../../shared/jobs/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { DEFAULT_CLIENTS, startHub } from "../helpers/hub.ts";
 import { startNats } from "../helpers/nats.ts";

@@ -7,7 +7,7 @@
  */
 import { expect, test } from "bun:test";
 import { createProjector } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";

@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { createProjector, PROJECTOR_LEASE_KEY } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import {
   createLease,
   openLeaseBucket,

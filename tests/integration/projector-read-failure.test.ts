@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import type { KV } from "@nats-io/kv";
 import { createProjector } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";

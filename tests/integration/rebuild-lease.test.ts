@@ -9,7 +9,8 @@ import {
   rebuildProjection,
 } from "../../services/projector/rebuild.ts";
 import { PROJECTOR_LEASE_KEY } from "../../services/projector/rebuild-lease.ts";
-import { jobViewKey, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { DEFAULT_CLIENTS, startHub, type TestHub } from "../helpers/hub.ts";

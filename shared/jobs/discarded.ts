@@ -1,8 +1,8 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
 import type { Clock } from "../clock/index.ts";
 import { decideDiscardedResult, type JobEvent, type StatusIntent } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
+import { appendEvent } from "./append.ts";
 import type { CurrentStatus, JobRef } from "./status.ts";
 
 /**

@@ -1,8 +1,8 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
+import { decodeEvent } from "../bus/codec.ts";
+import { TOPOLOGY } from "../bus/topology-names.ts";
 import type { EventStreamKind, JobEvent } from "../domain/index.ts";
-import { decodeEvent } from "./codec.ts";
 import { jobSubject } from "./subjects.ts";
-import { TOPOLOGY } from "./topology.ts";
 
 export interface StoredEvent {
   readonly seq: number;

@@ -1,6 +1,4 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
-import { readLastEvent, type StoredEvent } from "../bus/read.ts";
 import type { Clock } from "../clock/index.ts";
 import {
   decideStatus,
@@ -12,7 +10,9 @@ import {
   statusAfter,
 } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
+import { appendEvent } from "./append.ts";
 import { keepDiscardedResult } from "./discarded.ts";
+import { readLastEvent, type StoredEvent } from "./read.ts";
 
 export type { StatusEvent, StatusEventType, StatusIntent } from "../domain/index.ts";
 
