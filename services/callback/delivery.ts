@@ -5,11 +5,10 @@ import {
   type AttemptRecord,
   afterAttempt,
   type DeliveryTrigger,
-  type JobEvent,
   recordAttempt,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
-import { appendEvent } from "../../shared/jobs/index.ts";
+import { appendEvent, newEvent } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";
@@ -92,15 +91,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
   const nowMs = () => deps.clock.now().getTime();
 
   const append = async (d: Delivery, record: AttemptRecord): Promise<number | undefined> => {
-    const event = {
-      id: deps.ids.next("evt"),
-      type: record.type,
-      schema_version: 1,
-      job_id: d.job.job_id,
-      client_id: d.job.client_id,
-      occurred_at: deps.clock.now().toISOString(),
-      data: record.data,
-    } as JobEvent;
+    const event = newEvent(deps, d.job, record);
     const result = await appendEvent(deps.js, event, {
       expectedLastSubjectSeq: d.cbSeq,
       ...(d.traceparent ? { traceparent: d.traceparent } : {}),

@@ -148,7 +148,11 @@ async function wakeIfOpen(
   deps: MigrationDeps,
   input: { clientId: string; jobId: string; finalSeq: number; trigger: DeliveryTrigger },
 ): Promise<boolean> {
-  const last = await readLastEvent(deps.jsm, input.clientId, input.jobId, "cb");
+  const last = await readLastEvent(
+    deps.jsm,
+    { client_id: input.clientId, job_id: input.jobId },
+    "cb",
+  );
   const now = deps.clock.now().getTime();
   const step = decideCallbackStep(input.trigger, last, now);
   if (step.kind !== "attempt" && step.kind !== "wait" && step.kind !== "finish") return false;
@@ -182,7 +186,7 @@ async function carryRedeliveries(deps: MigrationDeps): Promise<number> {
     progress.tick();
     const event = decodeEvent(record.data);
     if (event.type !== "callback.redelivery_requested") continue;
-    const job = await readLastEvent(deps.jsm, event.client_id, event.job_id, "job");
+    const job = await readLastEvent(deps.jsm, event, "job");
     if (!job) continue;
     const trigger = {
       kind: "redelivery",

@@ -131,12 +131,12 @@ export function createProjector(deps: ProjectorDeps): Projector {
         floor.settled(msg);
         continue;
       }
-      const key = jobViewKey(event.client_id, event.job_id);
+      const key = jobViewKey(event);
       let entry = held.get(key);
       if (entry === undefined) {
         entry = {
           key,
-          subjectPrefix: msg.subject.slice(0, msg.subject.lastIndexOf(".")),
+          ref: event,
           events: [],
           since: now,
           heal: false,

@@ -50,9 +50,9 @@ async function currentJob(
   status: CurrentStatus,
 ): Promise<{ run: RunRequested; view: JobView } | undefined> {
   const [run, cb, ops] = await Promise.all([
-    readLastEvent(jsm, ref.client_id, ref.job_id, "run"),
-    readLastEvent(jsm, ref.client_id, ref.job_id, "cb"),
-    readLastEvent(jsm, ref.client_id, ref.job_id, "ops"),
+    readLastEvent(jsm, ref, "run"),
+    readLastEvent(jsm, ref, "cb"),
+    readLastEvent(jsm, ref, "ops"),
   ]);
   if (run?.event.type !== "run.requested") return undefined;
   let state: JobState = evolve(null, run.event);

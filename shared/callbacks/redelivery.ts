@@ -1,10 +1,10 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
-import { evolve, isFinal, type JobEvent } from "../domain/index.ts";
+import { evolve, isFinal } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import { JOB_ID_PATTERN } from "../ids/index.ts";
-import { appendEvent, readLastEvent } from "../jobs/index.ts";
+import { appendEvent, newEvent, readLastEvent } from "../jobs/index.ts";
 import { publishCallbackWakeup } from "../schedule/index.ts";
 
 export interface RedeliveryDeps {
@@ -58,16 +58,17 @@ export async function requestRedelivery(
 ): Promise<RedeliveryResult> {
   if (!JOB_ID_PATTERN.test(jobId)) return refused("unknown_job", `'${jobId}' is not a job id`);
   const clientId = options.clientId ?? (await findClient(deps.jsm, jobId));
-  const run = clientId ? await readLastEvent(deps.jsm, clientId, jobId, "run") : null;
-  if (!clientId || run?.event.type !== "run.requested") {
+  const ref = clientId ? { client_id: clientId, job_id: jobId } : undefined;
+  const run = ref ? await readLastEvent(deps.jsm, ref, "run") : null;
+  if (!clientId || !ref || run?.event.type !== "run.requested") {
     return refused("unknown_job", `no job ${jobId}`);
   }
   if (run.event.data.callback_url === undefined) {
     return refused("no_callback", `job ${jobId} was submitted without a callback_url`);
   }
   const [job, cb] = await Promise.all([
-    readLastEvent(deps.jsm, clientId, jobId, "job"),
-    readLastEvent(deps.jsm, clientId, jobId, "cb"),
+    readLastEvent(deps.jsm, ref, "job"),
+    readLastEvent(deps.jsm, ref, "cb"),
   ]);
   let state = evolve(null, run.event);
   if (job) state = evolve(state, job.event);
@@ -95,20 +96,15 @@ export async function requestRedelivery(
       `the callback of job ${jobId} is still pending (${callback?.attempts ?? 0} attempts so far); retries continue on their own`,
     );
   }
-  const event: JobEvent = {
-    id: deps.ids.next("evt"),
+  const event = newEvent(deps, ref, {
     type: "callback.redelivery_requested",
-    schema_version: 1,
-    job_id: jobId,
-    client_id: clientId,
-    occurred_at: deps.clock.now().toISOString(),
     data: {
       attempts: callback.attempts,
       ...(options.requestedBy === undefined
         ? {}
         : { requested_by: options.requestedBy.slice(0, 128) }),
     },
-  };
+  });
   const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: cb.seq });
   if (result.kind === "conflict") {
     return refused("in_progress", `the callback of job ${jobId} changed meanwhile; try again`);

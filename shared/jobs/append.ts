@@ -40,14 +40,10 @@ export async function appendEvent(
       : { [PubHeaders.ExpectedLastSubjectSequenceHdr]: `${options.expectedLastSubjectSeq}` }),
   });
   try {
-    const ack = await js.publish(
-      jobSubject(event.client_id, event.job_id, streamKindOf(event.type)),
-      encodeEvent(event),
-      {
-        headers,
-        ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-      },
-    );
+    const ack = await js.publish(jobSubject(event, streamKindOf(event.type)), encodeEvent(event), {
+      headers,
+      ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+    });
     return ack.duplicate ? { kind: "duplicate", seq: ack.seq } : { kind: "appended", seq: ack.seq };
   } catch (err) {
     if (isJsError(err, "wrongLastSequence")) {

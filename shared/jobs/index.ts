@@ -3,6 +3,7 @@
  * history of its stored view, and the readers the services share.
  */
 export * from "./append.ts";
+export * from "./envelope.ts";
 export * from "./generations.ts";
 export * from "./history.ts";
 export * from "./read.ts";
@@ -10,3 +11,4 @@ export * from "./reader.ts";
 export * from "./status.ts";
 export * from "./subjects.ts";
 export * from "./view-cache.ts";
+export * from "./view-codec.ts";

@@ -2,7 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import { decodeEvent } from "../bus/codec.ts";
 import { TOPOLOGY } from "../bus/topology-names.ts";
 import type { EventStreamKind, JobEvent } from "../domain/index.ts";
-import { jobSubject } from "./subjects.ts";
+import { type JobRef, jobSubject } from "./subjects.ts";
 
 export interface StoredEvent {
   readonly seq: number;
@@ -15,12 +15,11 @@ export interface StoredEvent {
  */
 export async function readLastEvent(
   jsm: JetStreamManager,
-  clientId: string,
-  jobId: string,
+  ref: JobRef,
   kind: EventStreamKind,
 ): Promise<StoredEvent | null> {
   const msg = await jsm.streams.getMessage(TOPOLOGY.eventsStream, {
-    last_by_subj: jobSubject(clientId, jobId, kind),
+    last_by_subj: jobSubject(ref, kind),
   });
   if (msg === null) return null;
   return { seq: msg.seq, event: decodeEvent(msg.data) };

@@ -3,8 +3,9 @@ import type { KV } from "@nats-io/kv";
 import { evolve, type JobState, type JobView } from "../domain/index.ts";
 import { GenerationalMap } from "./generations.ts";
 import { readLastEvent } from "./read.ts";
-import { jobViewKey } from "./subjects.ts";
+import { type JobRef, jobViewKey } from "./subjects.ts";
 import type { JobViewCache } from "./view-cache.ts";
+import { jobViewCodec } from "./view-codec.ts";
 
 export interface JobReader {
   /** The client's job, or null when the client has no such job. */
@@ -20,8 +21,6 @@ export interface JobReader {
 
 /** Appends remembered for read-your-writes; older ones drop out (their views caught up long ago). */
 const APPENDS_REMEMBERED = 10_000;
-
-const decoder = new TextDecoder();
 
 /**
  * Reads the job view from KV, falling back to the event stream when the projector has not written
@@ -44,12 +43,12 @@ export function createJobReader(deps: {
     if (view.seq >= seq) appends.delete(key);
     return view.seq < seq;
   };
-  const fromStream = async (clientId: string, jobId: string): Promise<JobView | null> => {
-    const run = await readLastEvent(deps.jsm, clientId, jobId, "run");
+  const fromStream = async (ref: JobRef): Promise<JobView | null> => {
+    const run = await readLastEvent(deps.jsm, ref, "run");
     if (!run) return null;
     const [job, cb] = await Promise.all([
-      readLastEvent(deps.jsm, clientId, jobId, "job"),
-      readLastEvent(deps.jsm, clientId, jobId, "cb"),
+      readLastEvent(deps.jsm, ref, "job"),
+      readLastEvent(deps.jsm, ref, "cb"),
     ]);
     let state: JobState = evolve(null, run.event);
     let seq = run.seq;
@@ -63,22 +62,23 @@ export function createJobReader(deps: {
 
   return {
     async get(clientId, jobId) {
-      const key = jobViewKey(clientId, jobId);
+      const ref = { client_id: clientId, job_id: jobId };
+      const key = jobViewKey(ref);
       const hit = cache?.get(key);
       if (hit && !behind(key, hit)) return hit;
       const entry = await deps.kv.get(key);
       if (entry && entry.operation === "PUT" && entry.length > 0) {
-        const view = JSON.parse(decoder.decode(entry.value)) as JobView;
+        const view = jobViewCodec.decode(entry.value);
         if (!behind(key, view)) {
           cache?.remember(key, entry.revision, view);
           return view;
         }
       }
-      return fromStream(clientId, jobId);
+      return fromStream(ref);
     },
-    cached: (clientId, jobId) => cache?.get(jobViewKey(clientId, jobId)),
+    cached: (clientId, jobId) => cache?.get(jobViewKey({ client_id: clientId, job_id: jobId })),
     appended(clientId, jobId, seq) {
-      const key = jobViewKey(clientId, jobId);
+      const key = jobViewKey({ client_id: clientId, job_id: jobId });
       appends.set(key, Math.max(seq, appends.get(key) ?? 0));
     },
   };

@@ -168,7 +168,7 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
       for (;;) {
         const msg = await running.hub.jsm.direct.getMessage(TOPOLOGY.eventsStream, {
           seq,
-          next_by_subj: jobSubject(clientId, jobId, "cb"),
+          next_by_subj: jobSubject({ client_id: clientId, job_id: jobId }, "cb"),
         });
         if (msg === null) return events;
         events.push(decodeEvent(msg.data));

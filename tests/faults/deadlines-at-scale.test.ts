@@ -171,8 +171,8 @@ test("deadlines fire on time, at O(1) cost, on a 1,000,000-event stream under 2,
       let open = 0;
       for (const probe of probes) {
         const [run, last] = await Promise.all([
-          readLastEvent(jsm, FAULT_CLIENT.id, probe.jobId, "run"),
-          readLastEvent(jsm, FAULT_CLIENT.id, probe.jobId, "job"),
+          readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: probe.jobId }, "run"),
+          readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: probe.jobId }, "job"),
         ]);
         if (last?.event.type !== "job.error") {
           open++;

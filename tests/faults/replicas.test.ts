@@ -179,8 +179,8 @@ async function deadlineOwnerDies(
     async () => {
       const list = await Promise.all(
         load.jobIds().map(async (id) => ({
-          run: await readLastEvent(jsm, FAULT_CLIENT.id, id, "run"),
-          last: await readLastEvent(jsm, FAULT_CLIENT.id, id, "job"),
+          run: await readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: id }, "run"),
+          last: await readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: id }, "job"),
         })),
       );
       return list.every((e) => e.last?.event.type === "job.error") ? list : undefined;

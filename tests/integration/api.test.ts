@@ -329,7 +329,7 @@ describe("POST /run and GET /jobs", () => {
     });
     const jsm = await jetstreamManager(hub.nats.nc);
     const byJob = await jsm.streams.info(TOPOLOGY.eventsStream, {
-      subjects_filter: subjectFilters.job("globex", job.job_id),
+      subjects_filter: subjectFilters.job({ client_id: "globex", job_id: job.job_id }),
     });
     expect(Object.keys(byJob.state.subjects ?? {}).sort()).toEqual([
       `sy.evt.globex.${job.job_id}.job`,

@@ -89,7 +89,7 @@ test("view reads that fail for a while: the projector lives, retries, and every 
       Promise.all(
         ids.map(
           async (id) =>
-            (await conn.jobs.get(jobViewKey("acme", id)))?.json<{
+            (await conn.jobs.get(jobViewKey({ client_id: "acme", job_id: id })))?.json<{
               status: string;
               callback?: { status: string };
             }>() ?? null,
