@@ -191,5 +191,3 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     return { kind: "settled" };
   };
 }
-
-export type AttemptRunner = ReturnType<typeof createAttemptRunner>;
