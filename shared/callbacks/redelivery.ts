@@ -1,10 +1,9 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { TOPOLOGY } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
 import { evolve, isFinal } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import { JOB_ID_PATTERN } from "../ids/index.ts";
-import { appendEvent, newEvent, readLastEvent } from "../jobs/index.ts";
+import { appendEvent, findJobClient, newEvent, readLastEvent } from "../jobs/index.ts";
 import { publishCallbackWakeup } from "../schedule/index.ts";
 
 export interface RedeliveryDeps {
@@ -34,15 +33,6 @@ const refused = (reason: RedeliveryRefusal, message: string): RedeliveryResult =
   message,
 });
 
-/** The client that owns a job, from the subjects holding its run.requested. */
-async function findClient(jsm: JetStreamManager, jobId: string): Promise<string | undefined> {
-  const info = await jsm.streams.info(TOPOLOGY.eventsStream, {
-    subjects_filter: `sy.evt.*.${jobId}.run`,
-  });
-  const subject = Object.keys(info.state.subjects ?? {})[0];
-  return subject?.split(".")[2];
-}
-
 /**
  * Asks the callback service to send a job's callback again: appends callback.redelivery_requested
  * to the job's `.cb` subject, expecting the settled (delivered or failed) event to be the last one,
@@ -57,7 +47,7 @@ export async function requestRedelivery(
   options: RedeliveryOptions = {},
 ): Promise<RedeliveryResult> {
   if (!JOB_ID_PATTERN.test(jobId)) return refused("unknown_job", `'${jobId}' is not a job id`);
-  const clientId = options.clientId ?? (await findClient(deps.jsm, jobId));
+  const clientId = options.clientId ?? (await findJobClient(deps.jsm, jobId));
   const ref = clientId ? { client_id: clientId, job_id: jobId } : undefined;
   const run = ref ? await readLastEvent(deps.jsm, ref, "run") : null;
   if (!clientId || !ref || run?.event.type !== "run.requested") {

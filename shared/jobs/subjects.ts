@@ -26,9 +26,20 @@ export const subjectFilters = {
   all: `${EVENT_SUBJECT_ROOT}.>`,
   job: (ref: JobRef) => `${EVENT_SUBJECT_ROOT}.${ref.client_id}.${ref.job_id}.*`,
   anyClientJob: (jobId: string) => `${EVENT_SUBJECT_ROOT}.*.${jobId}.*`,
+  /** The run.requested of a job whose client is not known yet. */
+  anyClientRun: (jobId: string) => `${EVENT_SUBJECT_ROOT}.*.${jobId}.run`,
   client: (clientId: string) => `${EVENT_SUBJECT_ROOT}.${clientId}.>`,
   kind: (kind: EventStreamKind) => `${EVENT_SUBJECT_ROOT}.*.*.${kind}`,
 } as const;
+
+/** The job an event subject belongs to; undefined for a subject that is not a job's. */
+export function jobRefOfSubject(subject: string): JobRef | undefined {
+  const [root, evt, client_id, job_id] = subject.split(".");
+  if (`${root}.${evt}` !== EVENT_SUBJECT_ROOT || client_id === undefined || job_id === undefined) {
+    return undefined;
+  }
+  return { client_id, job_id };
+}
 
 /** The job view's KV key: scoped by client so one client can never read another's job. */
 export function jobViewKey(ref: JobRef): string {
