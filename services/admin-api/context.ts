@@ -12,7 +12,7 @@ import {
 import { readBodyCapped } from "../../shared/http/json-body.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
-import { findJobClient } from "../../shared/jobs/index.ts";
+import { findJobClient, type JobRef } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { OperatorAuth, OperatorCaller } from "./auth.ts";
@@ -36,7 +36,7 @@ export interface AdminContext {
   /** The address a request is attributed to (the ingress's rule, trusted proxies included). */
   readonly addressOf: (request: Request) => string;
   /** Passed to cancels made here (shared/actions CancelDeps `appended`): read-your-writes. */
-  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
+  readonly appended?: (ref: JobRef, seq: number) => void;
 }
 
 export const NO_STORE = { "cache-control": "no-store" };

@@ -54,7 +54,7 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
     });
 
   const replayed = async (ref: JobRef, run: RunRequested): Promise<SubmitOutcome> => {
-    const view = await deps.reader.get(ref.client_id, ref.job_id);
+    const view = await deps.reader.get(ref);
     return { created: false, job: toJobResource(view ?? (evolve(null, run) as JobView)) };
   };
 
@@ -64,7 +64,7 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
       const fingerprint = requestFingerprint(request);
       // A view exists only once run.requested is stored, so a cached (settled) view means "seen
       // before": answer the replay (or the conflict) from it, without a publish or a stream read.
-      const seen = deps.reader.cached?.(ref.client_id, ref.job_id);
+      const seen = deps.reader.cached?.(ref);
       if (seen) {
         const decision = decideReplay(seen, fingerprint);
         if (decision.kind === "conflict") throw conflict(decision.request_id);

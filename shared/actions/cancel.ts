@@ -13,7 +13,13 @@ import {
   type StatusIntent,
 } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
-import { type CurrentStatus, readLastEvent, readStatus, writeStatus } from "../jobs/index.ts";
+import {
+  type CurrentStatus,
+  type JobRef,
+  readLastEvent,
+  readStatus,
+  writeStatus,
+} from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
 import { publishCancelNotice } from "../schedule/index.ts";
 
@@ -31,7 +37,7 @@ export interface CancelDeps {
    * Told the stream sequence of each cancel appended here, so that this process's GET serves no
    * view older than it (read-your-writes: shared/jobs/reader.ts `appended`).
    */
-  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
+  readonly appended?: (ref: JobRef, seq: number) => void;
 }
 
 export type CancelOutcome =
@@ -46,7 +52,7 @@ export type CancelOutcome =
 /** The job as its last `.run`, `.job`, `.cb` and `.ops` events say (read from the stream leader). */
 async function currentJob(
   jsm: JetStreamManager,
-  ref: { readonly client_id: string; readonly job_id: string },
+  ref: JobRef,
   status: CurrentStatus,
 ): Promise<{ run: RunRequested; view: JobView } | undefined> {
   const [run, cb, ops] = await Promise.all([
@@ -104,7 +110,7 @@ export async function cancelJob(
       ? { kind: "already_cancelled", job: again.view }
       : { kind: "final", job: again.view };
   }
-  deps.appended?.(input.clientId, input.jobId, result.seq);
+  deps.appended?.(ref, result.seq);
   const route = deps.route(run.data.route);
   const executor = route?.executor;
   await publishCancelNotice(

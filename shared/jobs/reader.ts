@@ -9,14 +9,14 @@ import { jobViewCodec } from "./view-codec.ts";
 
 export interface JobReader {
   /** The client's job, or null when the client has no such job. */
-  get(clientId: string, jobId: string): Promise<JobView | null>;
+  get(ref: JobRef): Promise<JobView | null>;
   /** The view from the in-process cache only (no I/O); undefined when not cached. */
-  cached?(clientId: string, jobId: string): JobView | undefined;
+  cached?(ref: JobRef): JobView | undefined;
   /**
    * This process appended an event of the job at stream sequence `seq` (a cancel): until
    * the view has applied it, `get` folds the job from the stream instead of serving the older view.
    */
-  appended(clientId: string, jobId: string, seq: number): void;
+  appended(ref: JobRef, seq: number): void;
 }
 
 /** Appends remembered for read-your-writes; older ones drop out (their views caught up long ago). */
@@ -61,8 +61,7 @@ export function createJobReader(deps: {
   };
 
   return {
-    async get(clientId, jobId) {
-      const ref = { client_id: clientId, job_id: jobId };
+    async get(ref) {
       const key = jobViewKey(ref);
       const hit = cache?.get(key);
       if (hit && !behind(key, hit)) return hit;
@@ -76,9 +75,9 @@ export function createJobReader(deps: {
       }
       return fromStream(ref);
     },
-    cached: (clientId, jobId) => cache?.get(jobViewKey({ client_id: clientId, job_id: jobId })),
-    appended(clientId, jobId, seq) {
-      const key = jobViewKey({ client_id: clientId, job_id: jobId });
+    cached: (ref) => cache?.get(jobViewKey(ref)),
+    appended(ref, seq) {
+      const key = jobViewKey(ref);
       appends.set(key, Math.max(seq, appends.get(key) ?? 0));
     },
   };
