@@ -162,7 +162,7 @@ export interface AcceptedRun {
 export type ReplayDecision =
   /** The same request again: it is answered with the job it created (200). */
   | { readonly kind: "replay" }
-  /** The job id's request_id was used with another body (409 request_conflict). */
+  /** The job id's request_id was used with another body (409 request_id_conflict). */
   | { readonly kind: "conflict"; readonly request_id: string };
 
 const REPLAY: ReplayDecision = { kind: "replay" };
