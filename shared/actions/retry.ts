@@ -10,7 +10,13 @@ import {
   type RunRequested,
 } from "../domain/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../ids/index.ts";
-import { appendEvent, type JobRef, newEvent, readLastEvent } from "../jobs/index.ts";
+import {
+  appendEvent,
+  type JobRef,
+  newEvent,
+  readLastEvent,
+  type StoredEvent,
+} from "../jobs/index.ts";
 import { acceptRun } from "./accept.ts";
 
 export interface RetryDeps {
@@ -30,6 +36,13 @@ export type RetryOutcome =
   /** The derived request_id is taken by another body: never expected, reported as a conflict. */
   | { readonly kind: "conflict" };
 
+/** A job's view: its run with the last `.job` and `.ops` events folded on. */
+function fold(run: RunRequested, later: readonly (StoredEvent | null)[]): JobView | undefined {
+  let state: JobState = evolve(null, run);
+  for (const stored of later) if (stored) state = evolve(state, stored.event);
+  return state ?? undefined;
+}
+
 async function readJob(
   jsm: JetStreamManager,
   ref: JobRef,
@@ -40,9 +53,21 @@ async function readJob(
     readLastEvent(jsm, ref, "ops"),
   ]);
   if (run?.event.type !== "run.requested") return undefined;
-  let state: JobState = evolve(null, run.event);
-  for (const stored of [job, ops]) if (stored) state = evolve(state, stored.event);
-  return state ? { run: run.event, view: state } : undefined;
+  const view = fold(run.event, [job, ops]);
+  return view ? { run: run.event, view } : undefined;
+}
+
+/** The view of a job whose run was just read (a replayed retry): two reads, not three. */
+async function viewAfter(
+  jsm: JetStreamManager,
+  ref: JobRef,
+  run: RunRequested,
+): Promise<JobView | undefined> {
+  const [job, ops] = await Promise.all([
+    readLastEvent(jsm, ref, "job"),
+    readLastEvent(jsm, ref, "ops"),
+  ]);
+  return fold(run, [job, ops]);
 }
 
 /**
@@ -82,7 +107,7 @@ export async function retryJob(
   if (outcome.kind === "conflict") return { kind: "conflict" };
   if (outcome.kind === "unread") return { kind: "unknown" };
   const created = outcome.kind === "created";
-  const job = created ? outcome.job : (await readJob(deps.jsm, ref))?.view;
+  const job = created ? outcome.job : await viewAfter(deps.jsm, ref, outcome.run);
   if (job === undefined) return { kind: "unknown" };
   if (found.view.retried_as !== ref.job_id) {
     const linked = newEvent(deps, old, {
