@@ -24,7 +24,7 @@ export interface RunCommand {
   readonly ref: JobRef;
   readonly data: EventData<"run.requested">;
   readonly traceparent?: string;
-  /** The append's publish timeout (default: the client's). */
+  /** The append's publish timeout (default: the JetStream client's). */
   readonly timeoutMs?: number;
 }
 
