@@ -48,11 +48,10 @@ export async function requestRedelivery(
 ): Promise<RedeliveryResult> {
   if (!JOB_ID_PATTERN.test(jobId)) return refused("unknown_job", `'${jobId}' is not a job id`);
   const clientId = options.clientId ?? (await findJobClient(deps.jsm, jobId));
-  const ref = clientId ? { client_id: clientId, job_id: jobId } : undefined;
-  const run = ref ? await readLastEvent(deps.jsm, ref, "run") : null;
-  if (!clientId || !ref || run?.event.type !== "run.requested") {
-    return refused("unknown_job", `no job ${jobId}`);
-  }
+  if (!clientId) return refused("unknown_job", `no job ${jobId}`);
+  const ref = { client_id: clientId, job_id: jobId };
+  const run = await readLastEvent(deps.jsm, ref, "run");
+  if (run?.event.type !== "run.requested") return refused("unknown_job", `no job ${jobId}`);
   if (run.event.data.callback_url === undefined) {
     return refused("no_callback", `job ${jobId} was submitted without a callback_url`);
   }
