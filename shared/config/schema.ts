@@ -312,7 +312,5 @@ export type ClientConfig = Omit<ClientEntry, "token_sha256" | "callback_secrets"
   readonly callback_secrets: readonly string[];
 };
 export type RouteConfig = Static<typeof RouteConfig>;
-export type HttpExecutorConfig = Static<typeof HttpExecutor>;
-export type NatsExecutorConfig = Static<typeof NatsExecutor>;
 export type JwtConfig = Static<typeof JwtConfig>;
 export type CallbacksConfig = Static<typeof CallbacksConfig>;
