@@ -8,6 +8,7 @@ import {
 } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
+import type { JobRef } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { ADMIN_PREFIX, operatorSurface } from "./app.ts";
@@ -36,7 +37,7 @@ export interface OperatorSurfaceDeps {
   readonly ids: IdGenerator;
   readonly logger: Logger;
   /** Read-your-writes for cancels made here (the ingress's job reader). */
-  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
+  readonly appended?: (ref: JobRef, seq: number) => void;
 }
 
 /**

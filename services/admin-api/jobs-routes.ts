@@ -46,7 +46,7 @@ export async function jobDetail(
   requireEventStore(ctx);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw jobNotFound(jobId);
-  const history = await readJobHistory(ctx.jsm, { clientId, jobId });
+  const history = await readJobHistory(ctx.jsm, { client_id: clientId, job_id: jobId });
   const view = foldHistory(history);
   if (view === null) throw jobNotFound(jobId);
   const payloads = caller.operator.read_payloads;

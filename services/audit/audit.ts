@@ -11,6 +11,7 @@ import {
 } from "../../shared/audit/index.ts";
 import { checkEvent, EVENT_SUBJECT_ROOT, readStream } from "../../shared/bus/index.ts";
 import type { JobView } from "../../shared/domain/index.ts";
+import { jobRefOfSubject, jobViewKey } from "../../shared/jobs/index.ts";
 
 const decoder = new TextDecoder();
 
@@ -62,9 +63,9 @@ export async function auditRecords(
     for await (const record of records) {
       if (record.subject.startsWith(`${EVENT_SUBJECT_ROOT}.`)) {
         events++;
-        const parts = record.subject.split(".");
+        const ref = jobRefOfSubject(record.subject);
         try {
-          replayer.apply(`${parts[2]}.${parts[3]}`, record.seq, checkEvent(record.value));
+          if (ref) replayer.apply(jobViewKey(ref), record.seq, checkEvent(record.value));
         } catch {
           // An undecodable event is reported by the chain check if it was altered; the
           // projector terminates such messages too, so it is not part of any view.
@@ -96,7 +97,7 @@ async function indexRows(
   }
   const out = new Map<string, unknown>();
   for await (const row of rows) {
-    const key = `${row.client_id}.${row.job_id}`;
+    const key = jobViewKey(row);
     if (replayer.states.has(key) || row.created_at >= oldest) out.set(key, row);
   }
   return out;

@@ -5,13 +5,10 @@ import type {
   JsMsg,
 } from "@nats-io/jetstream";
 import {
-  appendEvent,
   decodeEvent,
   EVENT_TYPE_HEADER,
   ensureDurable,
   PoisonMessageError,
-  readLastEvent,
-  subjectFilters,
   TOPOLOGY,
   TRACEPARENT_HEADER,
 } from "../../shared/bus/index.ts";
@@ -24,10 +21,10 @@ import {
   type FinalEvent,
   isFinalEvent,
   isFinalEventType,
-  type JobEvent,
   type RunSummary,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { appendEvent, newEvent, readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { headerOf } from "../../shared/nats/index.ts";
@@ -164,7 +161,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   /** The run summary of a final event: carried by it, or (0.1 events, reports) read from `.run`. */
   const summaryOf = async (event: FinalEvent): Promise<RunSummary | undefined> => {
     if (event.data.run !== undefined) return event.data.run;
-    const run = await readLastEvent(deps.jsm, event.client_id, event.job_id, "run");
+    const run = await readLastEvent(deps.jsm, event, "run");
     if (run?.event.type !== "run.requested") return undefined;
     const { data } = run.event;
     return {
@@ -189,18 +186,16 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         return undefined;
       case "finish": {
         // 0.1 recorded an attempt and its outcome separately; a crash between them ends here.
-        const event = {
-          id: deps.ids.next("evt"),
-          type: step.outcome === "delivered" ? "callback.delivered" : "callback.failed",
-          schema_version: 1,
-          job_id: d.job.job_id,
-          client_id: d.job.client_id,
-          occurred_at: deps.clock.now().toISOString(),
-          data:
-            step.outcome === "delivered"
-              ? { attempts: step.attempts }
-              : { attempts: step.attempts, reason: step.reason ?? "exhausted" },
-        } as JobEvent;
+        const event =
+          step.outcome === "delivered"
+            ? newEvent(deps, d.job, {
+                type: "callback.delivered",
+                data: { attempts: step.attempts },
+              })
+            : newEvent(deps, d.job, {
+                type: "callback.failed",
+                data: { attempts: step.attempts, reason: step.reason ?? "exhausted" },
+              });
         const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: d.cbSeq });
         if (result.kind === "conflict") d.msg.nak(1_000);
         else d.msg.ack();
@@ -245,7 +240,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       ...(traceparent ? { traceparent } : {}),
     };
     if (!input.fromLog) return { ...base, attempt: 1, cbSeq: 0 };
-    const last = await readLastEvent(deps.jsm, event.client_id, event.job_id, "cb");
+    const last = await readLastEvent(deps.jsm, event, "cb");
     const step = decideCallbackStep(input.trigger, last, nowMs());
     return applyStep(step, { ...base, cbSeq: last?.seq ?? 0 });
   };

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { readStream, subjectFilters } from "../../shared/bus/index.ts";
+import { readStream } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import { EVENTS_OPTIONS } from "./options.ts";
 
 export interface CommandIo {
@@ -19,7 +20,8 @@ interface EventFilter {
 }
 
 function subjectFor(filter: EventFilter): string | undefined {
-  if (filter.client && filter.job) return subjectFilters.job(filter.client, filter.job);
+  if (filter.client && filter.job)
+    return subjectFilters.job({ client_id: filter.client, job_id: filter.job });
   if (filter.job) return subjectFilters.anyClientJob(filter.job);
   if (filter.client) return subjectFilters.client(filter.client);
   return undefined;

@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
-import { isJsError, subjectFilters, TOPOLOGY } from "../../shared/bus/index.ts";
+import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 
 /** Durable name of the indexer's consumer on the events stream. */
 export const INDEX_CONSUMER = "index";

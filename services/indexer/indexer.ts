@@ -159,7 +159,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         continue;
       }
       // A redelivery comes after newer events of the job: fold its whole history instead.
-      const history = await readJobHistory(deps.jsm, { clientId: j.clientId, jobId: j.jobId });
+      const history = await readJobHistory(deps.jsm, { client_id: j.clientId, job_id: j.jobId });
       j.state = foldHistory(history);
       j.tenant = history.map((h) => tenantOf(h.event)).find((t) => t !== undefined);
       j.folded = j.events.length;

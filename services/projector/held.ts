@@ -5,6 +5,7 @@ import {
   type JobView,
   transition,
 } from "../../shared/domain/index.ts";
+import type { JobRef } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { completedBy, observeCompletion, type ProjectorMetrics } from "./observe.ts";
 import type { StoredView, ViewStore } from "./view-store.ts";
@@ -26,8 +27,8 @@ interface Folded {
 /** A job whose events were taken and whose view is not written yet. */
 export interface Held {
   readonly key: string;
-  /** `sy.evt.<client>.<job>`. */
-  readonly subjectPrefix: string;
+  /** The job (its first event here: an event names its job). */
+  readonly ref: JobRef;
   /** Unwritten events, in arrival order, with the messages to settle once written. */
   readonly events: { readonly msg: JsMsg; readonly event: JobEvent }[];
   /** When the oldest unwritten event arrived. */
@@ -105,7 +106,7 @@ export async function foldHeld(entry: Held, deps: HeldDeps): Promise<void> {
  */
 async function heal(entry: Held, deps: HeldDeps): Promise<void> {
   const start = await deps.store.load(entry.key);
-  const state = await deps.store.foldFromStream(entry.subjectPrefix);
+  const state = await deps.store.foldFromStream(entry.ref);
   // Compare contents, not only `seq`: a view can hold the newest seq and still miss an older
   // event that was redelivered late.
   if (state !== null && (start.view === null || !sameView(state, start.view))) {

@@ -7,16 +7,14 @@ import type {
 import type { KV } from "@nats-io/kv";
 import {
   decodeEvent,
-  jobViewKey,
   type OwnedDurablePump,
   PoisonMessageError,
   pumpOwnedDurable,
   recreateDurableFromFloor,
-  subjectFilters,
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
-import { isSettledView } from "../../shared/jobs/index.ts";
+import { isSettledView, jobViewKey, subjectFilters } from "../../shared/jobs/index.ts";
 import { type Lease, retryWhile } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
@@ -133,12 +131,12 @@ export function createProjector(deps: ProjectorDeps): Projector {
         floor.settled(msg);
         continue;
       }
-      const key = jobViewKey(event.client_id, event.job_id);
+      const key = jobViewKey(event);
       let entry = held.get(key);
       if (entry === undefined) {
         entry = {
           key,
-          subjectPrefix: msg.subject.slice(0, msg.subject.lastIndexOf(".")),
+          ref: event,
           events: [],
           since: now,
           heal: false,

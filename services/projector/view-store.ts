@@ -2,7 +2,13 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { decodeEvent, PoisonMessageError, TOPOLOGY } from "../../shared/bus/index.ts";
 import { type JobState, type JobView, transition } from "../../shared/domain/index.ts";
-import { GenerationalMap, isSettledView } from "../../shared/jobs/index.ts";
+import {
+  GenerationalMap,
+  isSettledView,
+  type JobRef,
+  jobViewCodec,
+  subjectFilters,
+} from "../../shared/jobs/index.ts";
 
 /** A job's view and the KV revision it was read or written at (0: no key). */
 export interface StoredView {
@@ -11,8 +17,6 @@ export interface StoredView {
 }
 
 const CACHE_LIMIT = 20_000;
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /**
  * The projector's access to the job views: KV `sy_jobs` with compare-and-set writes and an
@@ -30,7 +34,7 @@ export function createViewStore(deps: { readonly kv: KV; readonly jsm: JetStream
       if (entry?.operation !== "PUT" || entry.length === 0) {
         return { view: null, revision: entry?.revision ?? 0 };
       }
-      return { view: JSON.parse(decoder.decode(entry.value)) as JobView, revision: entry.revision };
+      return { view: jobViewCodec.decode(entry.value), revision: entry.revision };
     },
 
     /** True when this process holds the view (no KV read is needed to fold onto it). */
@@ -41,7 +45,7 @@ export function createViewStore(deps: { readonly kv: KV; readonly jsm: JetStream
      * it was read at. Throws when another writer moved the key (the caller reloads and refolds).
      */
     async write(key: string, revision: number, view: JobView): Promise<void> {
-      const bytes = encoder.encode(JSON.stringify(view));
+      const bytes = jobViewCodec.encode(view);
       try {
         const next =
           revision === 0
@@ -59,15 +63,15 @@ export function createViewStore(deps: { readonly kv: KV; readonly jsm: JetStream
 
     /**
      * The job's view folded from its whole history in the stream (read from the stream leader),
-     * exactly as a replay would fold it. `subjectPrefix` is `sy.evt.<client>.<job>`.
+     * exactly as a replay would fold it.
      */
-    async foldFromStream(subjectPrefix: string): Promise<JobState> {
+    async foldFromStream(ref: JobRef): Promise<JobState> {
       let state: JobState = null;
       let seq = 1;
       for (;;) {
         // A leader read (not a direct get, which a follower may answer stale). nats.js types the
         // request as seq or last_by_subj only; the server (2.9+) also takes next_by_subj.
-        const query = { seq, next_by_subj: `${subjectPrefix}.*` };
+        const query = { seq, next_by_subj: subjectFilters.job(ref) };
         const msg = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, query);
         if (msg === null) return state;
         seq = msg.seq + 1;

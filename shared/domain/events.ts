@@ -280,7 +280,7 @@ export type JobEventType = JobEvent["type"];
 export type EventOf<T extends JobEventType> = Extract<JobEvent, { type: T }>;
 export type EventData<T extends JobEventType> = EventOf<T>["data"];
 
-/** Which per-job subject an event type is appended to (see shared/bus/subjects.ts). */
+/** Which per-job subject an event type is appended to (see shared/jobs/subjects.ts). */
 export type EventStreamKind = "run" | "job" | "cb" | "ops";
 
 /** Maps an event type to the per-job subject it lives on. */

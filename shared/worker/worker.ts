@@ -10,6 +10,7 @@ import { isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
+import { type CurrentStatus, statusAfterWrite, writeStatus } from "../jobs/index.ts";
 import { headerOf } from "../nats/index.ts";
 import { CANCEL_SUBJECT_ROOT, decodeCancelNotice } from "../schedule/index.ts";
 import { traceIdOf } from "../trace/index.ts";
@@ -22,7 +23,6 @@ import {
   withTools,
 } from "./protocol.ts";
 import { type PullLoop, runPullLoop, TaskSet } from "./pull.ts";
-import { type CurrentStatus, statusAfterWrite, writeStatus } from "./status.ts";
 
 /** What a handler gets besides the task. */
 export interface TaskContext {

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { readLastEvent } from "../../shared/bus/index.ts";
+import { readLastEvent } from "../../shared/jobs/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { startNatsCluster } from "../helpers/nats-cluster.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -179,8 +179,8 @@ async function deadlineOwnerDies(
     async () => {
       const list = await Promise.all(
         load.jobIds().map(async (id) => ({
-          run: await readLastEvent(jsm, FAULT_CLIENT.id, id, "run"),
-          last: await readLastEvent(jsm, FAULT_CLIENT.id, id, "job"),
+          run: await readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: id }, "run"),
+          last: await readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: id }, "job"),
         })),
       );
       return list.every((e) => e.last?.event.type === "job.error") ? list : undefined;

@@ -27,9 +27,11 @@ export function jobsPlugin(deps: JobsPluginDeps) {
         new JobNotFoundError({ detail: "No job with this id exists for this client." });
       if (!JOB_ID_PATTERN.test(params.job_id)) throw notFound();
       requireNats(deps.natsConnected);
-      const view = await deps.reader.get(client.id, params.job_id).catch((err: unknown) => {
-        throw classifyNatsError(err) ?? err;
-      });
+      const view = await deps.reader
+        .get({ client_id: client.id, job_id: params.job_id })
+        .catch((err: unknown) => {
+          throw classifyNatsError(err) ?? err;
+        });
       if (!view) throw notFound();
       return json(toJobResource(view), 200);
     })

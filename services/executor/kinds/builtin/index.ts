@@ -1,5 +1,5 @@
 import { deadlineExceeded, isFinal } from "../../../../shared/domain/index.ts";
-import { statusAfterWrite } from "../../../../shared/worker/index.ts";
+import { statusAfterWrite } from "../../../../shared/jobs/index.ts";
 import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "../kind.ts";
 
 /**

@@ -1,14 +1,14 @@
 import { parseDuration } from "../../../../shared/config/index.ts";
 import type { DispatchIndex } from "../../../../shared/dispatch/index.ts";
 import { deadlineExceeded, type StatusIntent } from "../../../../shared/domain/index.ts";
-import type { Logger } from "../../../../shared/log/index.ts";
-import { NO_TRACING, type TraceSpan } from "../../../../shared/telemetry/index.ts";
 import {
   type CurrentStatus,
   statusAfterWrite,
-  type Task,
   type WriteResult,
-} from "../../../../shared/worker/index.ts";
+} from "../../../../shared/jobs/index.ts";
+import type { Logger } from "../../../../shared/log/index.ts";
+import { NO_TRACING, type TraceSpan } from "../../../../shared/telemetry/index.ts";
+import type { Task } from "../../../../shared/worker/index.ts";
 import type { JobContext } from "../../job-writer.ts";
 import type { KindContext, RouteOf } from "../kind.ts";
 import { type HttpOutcome, postTask } from "./post.ts";
