@@ -2,7 +2,7 @@ import type { KV } from "@nats-io/kv";
 import { loadMetaSecret } from "../../shared/bus/index.ts";
 import type { OperatorConfig, OperatorDirectory } from "../../shared/config/index.ts";
 import { RateLimitedError, UnauthorizedError } from "../../shared/errors/index.ts";
-import { CsrfError, ForbiddenError } from "../../shared/errors/operator.ts";
+import { CsrfError, ForbiddenError } from "./errors.ts";
 import {
   createSessions,
   expiryOf,

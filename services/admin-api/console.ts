@@ -6,9 +6,9 @@ import {
   NotFoundError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
-import { CsrfError } from "../../shared/errors/operator.ts";
 import type { OperatorCaller } from "./auth.ts";
 import { type AdminContext, callerOf, json, NO_STORE, readBody } from "./context.ts";
+import { CsrfError } from "./errors.ts";
 import { noQuery } from "./search.ts";
 
 const ASSET_DIR = join(import.meta.dir, "console");

@@ -9,7 +9,7 @@ import {
   NotFoundError,
   UnsupportedMediaTypeError,
 } from "../../shared/errors/index.ts";
-import { readBodyCapped } from "../../shared/http/json-body.ts";
+import { readBodyCapped } from "../../shared/http/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import { findJobClient, type JobRef } from "../../shared/jobs/index.ts";

@@ -40,7 +40,10 @@ export interface OperatorSurfaceDeps {
   readonly appended?: (ref: JobRef, seq: number) => void;
 }
 
-/** The operator API and console as the ingress mounts them (services/ingress/index.ts). */
+/**
+ * The operator API and console as the runtime mounts them on the ingress's server
+ * (services/runtime/operator.ts).
+ */
 export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
   const { hub, config } = deps;
   const auth = createOperatorAuth({

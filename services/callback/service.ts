@@ -27,7 +27,7 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import { appendEvent, newEvent, readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { headerOf } from "../../shared/nats/headers.ts";
+import { headerOf } from "../../shared/nats/index.ts";
 import {
   type ConnectionPool,
   createConnectionPool,

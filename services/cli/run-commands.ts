@@ -10,8 +10,13 @@ import { randomIds } from "../../shared/ids/index.ts";
 import { createLogger, type Logger } from "../../shared/log/index.ts";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
 import { createTracing } from "../../shared/telemetry/index.ts";
-import { demoConfig } from "../runtime/demo.ts";
-import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
+import {
+  demoConfig,
+  type RunningHub,
+  SERVICE_NAMES,
+  type ServiceName,
+  startServices,
+} from "../runtime/index.ts";
 import { type FileStamp, stampFiles, watchConfig } from "./config-watch.ts";
 import { configPath, DATA_DIR, type Env, loadConfig } from "./connect.ts";
 import { type DataDirLock, lockDataDir, orphanedServer, processAlive } from "./data-dir.ts";

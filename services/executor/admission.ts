@@ -11,7 +11,7 @@ import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
 import { decideAdmission, isFinal, type RunRequested } from "../../shared/domain/index.ts";
 import { QUEUED, readStatus, subjectFilters } from "../../shared/jobs/index.ts";
 import { type Logger, lazyChild } from "../../shared/log/index.ts";
-import { headerOf } from "../../shared/nats/headers.ts";
+import { headerOf } from "../../shared/nats/index.ts";
 import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
 import { type PullLoop, runPullLoop, TaskSet } from "../../shared/worker/index.ts";

@@ -17,7 +17,8 @@ import {
   SwitchyardError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
-import { readJsonBody } from "../../shared/http/json-body.ts";
+import { reportTokensOf } from "../../shared/executor-kinds/index.ts";
+import { readJsonBody } from "../../shared/http/index.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import { readRunOfJob, writeStatus } from "../../shared/jobs/index.ts";
 import {
@@ -145,12 +146,10 @@ async function readReport(request: Request, maxBytes: number): Promise<ExecutorR
  */
 export function createExecutorReportHandler(deps: ExecutorReportDeps): ExecutorReportHandler {
   const hashes = deps.routes.flatMap((route) =>
-    route.executor.kind === "http"
-      ? route.executor.token_sha256.map((hex) => ({
-          hash: Buffer.from(hex, "hex"),
-          route: route.key,
-        }))
-      : [],
+    reportTokensOf(route.executor).map((hex) => ({
+      hash: Buffer.from(hex, "hex"),
+      route: route.key,
+    })),
   );
 
   const routesOf = (authorization: string | null): Set<string> => {

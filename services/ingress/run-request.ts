@@ -8,7 +8,7 @@ import {
   type JsonShapeLimits,
   lossyNumbers,
 } from "../../shared/json/index.ts";
-import { httpUrlProblem } from "../../shared/schema/formats.ts";
+import { httpUrlProblem } from "../../shared/schema/index.ts";
 
 const PrincipalSchema = Type.Object(
   { id: Type.String({ minLength: 1 }), tenant: Type.String({ minLength: 1 }) },

@@ -156,15 +156,18 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   // Each service's modules load only where it runs: a `serve projector` process does not carry
   // the ingress's HTTP stack or the executor's tool compiler (about 25 MB of RSS each).
   if (services.includes("ingress")) {
-    const { startIngress } = await import("../ingress/index.ts");
-    ingress = await startIngress({
+    const { startHttpServer } = await import("./http.ts");
+    ingress = await startHttpServer({
       hub,
-      ...deps,
+      config,
+      logger,
+      clock: deps.clock,
+      ids: deps.ids,
       metrics,
       clients,
       operators,
-      logger: logger.child({ component: "ingress" }),
       ...ctx.search.ingress,
+      ...tracing,
     });
     stoppables.push({ name: "ingress", stop: ingress.stop });
   }

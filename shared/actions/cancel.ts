@@ -12,6 +12,7 @@ import {
   type RunRequested,
   type StatusIntent,
 } from "../domain/index.ts";
+import { cancelRequestOf } from "../executor-kinds/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import {
   type CurrentStatus,
@@ -123,7 +124,7 @@ export async function cancelJob(
     },
     {
       // Also for a queued job: the first HTTP attempt is made before anything is recorded.
-      httpCancel: executor?.kind === "http" && executor.cancel_url !== undefined,
+      cancelRequest: executor !== undefined && cancelRequestOf(executor) !== undefined,
       replicas: deps.replicas,
     },
   ).catch((err: unknown) =>

@@ -1,5 +1,5 @@
 import type { CryptoKey, KeyObject } from "jose";
-import { EVENT_SUBJECT_ROOT } from "../bus/subjects.ts";
+import { EVENT_SUBJECT_ROOT } from "../bus/index.ts";
 import { ChainSegment, DIGEST_PREFIX_BYTES } from "./chain.ts";
 import { type AuditCheckpoint, isCheckpoint, verifyCheckpointSignature } from "./checkpoint.ts";
 

@@ -15,3 +15,4 @@ export function listenOrExplain(listen: () => unknown, where: string): void {
     throw new ListenError(where, err);
   }
 }
+export * from "./json-body.ts";

@@ -1,8 +1,7 @@
 import { type JetStreamClient, PubHeaders } from "@nats-io/jetstream";
-import { EVENT_TYPE_HEADER, encodeEvent, TRACEPARENT_HEADER } from "../bus/codec.ts";
-import { isJsError } from "../bus/js-errors.ts";
+import { EVENT_TYPE_HEADER, encodeEvent, isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type JobEvent, streamKindOf } from "../domain/index.ts";
-import { headersOf } from "../nats/headers.ts";
+import { headersOf } from "../nats/index.ts";
 import { jobSubject } from "./subjects.ts";
 
 export interface AppendOptions {

@@ -1,6 +1,5 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { decodeEvent, PoisonMessageError } from "../bus/codec.ts";
-import { TOPOLOGY } from "../bus/topology-names.ts";
+import { decodeEvent, PoisonMessageError, TOPOLOGY } from "../bus/index.ts";
 import { type JobEvent, type JobState, transition } from "../domain/index.ts";
 import { type JobRef, subjectFilters } from "./subjects.ts";
 

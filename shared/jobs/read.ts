@@ -1,6 +1,5 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { decodeEvent } from "../bus/codec.ts";
-import { TOPOLOGY } from "../bus/topology-names.ts";
+import { decodeEvent, TOPOLOGY } from "../bus/index.ts";
 import type { EventStreamKind, JobEvent } from "../domain/index.ts";
 import { type JobRef, jobRefOfSubject, jobSubject, subjectFilters } from "./subjects.ts";
 

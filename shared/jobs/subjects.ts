@@ -1,4 +1,4 @@
-import { EVENT_SUBJECT_ROOT } from "../bus/subjects.ts";
+import { EVENT_SUBJECT_ROOT } from "../bus/index.ts";
 import type { EventStreamKind } from "../domain/index.ts";
 
 /**

@@ -9,9 +9,9 @@ import {
 import type { Logger } from "../../../../shared/log/index.ts";
 import { NO_TRACING, type TraceSpan } from "../../../../shared/telemetry/index.ts";
 import type { Task } from "../../../../shared/worker/index.ts";
-import { type HttpOutcome, postTask } from "../../http-post.ts";
 import type { JobContext } from "../../job-writer.ts";
 import type { KindContext, RouteOf } from "../kind.ts";
+import { type HttpOutcome, postTask } from "./post.ts";
 
 /** One HTTP job, wherever its attempt comes from (the admission or the route's queue). */
 export interface HttpJob {
