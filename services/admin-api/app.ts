@@ -7,6 +7,7 @@ import {
   problemResponse,
   SwitchyardError,
 } from "../../shared/errors/index.ts";
+import { refuseUndecodablePath } from "../../shared/http/index.ts";
 import { failedCallbacks, redeliverBulk, redeliverOne } from "./callback-routes.ts";
 import { consoleRoutes } from "./console.ts";
 import { type AdminContext, callerOf, json } from "./context.ts";
@@ -61,6 +62,7 @@ export function createAdminApp(ctx: AdminContext) {
       return secured(problemResponse(error, path));
     })
     .onAfterHandle(({ response }) => (response instanceof Response ? secured(response) : undefined))
+    .onTransform(refuseUndecodablePath)
     .get(`${p}/session`, async ({ request }) => {
       const caller = await callerOf(ctx, request);
       noQuery(request);

@@ -16,6 +16,7 @@ import {
   SwitchyardError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
+import { refuseUndecodablePath } from "../../shared/http/index.ts";
 import { readJsonBody } from "../../shared/http/json-body.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
@@ -190,6 +191,7 @@ export function createIngressApp(deps: IngressDeps) {
         return fallbackProblem();
       }
     })
+    .onTransform(refuseUndecodablePath)
     .post(
       "/run",
       async ({ request, server }) => {
