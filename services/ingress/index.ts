@@ -12,7 +12,7 @@ import { openDispatchIndex } from "../../shared/dispatch/index.ts";
 import { listenOrExplain } from "../../shared/http/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared/ids/index.ts";
-import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
+import { createJobReader, createJobViewCache, followViewChanges } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
@@ -77,6 +77,8 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const { hub, config, logger, clock } = deps;
   // GET /jobs and replays of settled jobs answer from memory; other views are read from KV.
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
+  // The projector announces each settled view it rewrites (a retry, a redelivery request).
+  const stopFollowing = followViewChanges(hub.nc, cache);
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
   let draining = false;
   const routes = createRouteTable(config);
@@ -212,6 +214,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     },
     async stop() {
       draining = true;
+      stopFollowing();
       // In-flight requests finish within the publish timeout. A connection still open after that
       // is a client that stopped sending a body we already answered (a 413): close it.
       const graceMs = parseDuration(config.nats.publish_timeout) + 2_000;
