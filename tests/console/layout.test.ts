@@ -160,6 +160,13 @@ describe("on a phone (390×844)", () => {
     );
     expect(widths.length).toBeGreaterThan(0);
     for (const width of widths) expect(width).toBeGreaterThan(250);
+    // The confirmation of an action fits too (answered "Cancel": nothing is retried).
+    await page.goto(`${op.hub.baseUrl}/console/#/job/${ids.rejected}`);
+    await page.waitForSelector(`#job-id >> text=${ids.rejected}`);
+    await page.click("#retry-job");
+    await page.waitForSelector("#confirm[open]");
+    await expectFits(page, "confirm");
+    await page.click("#confirm-no");
     await page.context().close();
   });
 });
