@@ -16,7 +16,12 @@ import {
   type JobIdDeriver,
   loadJobIdKey,
 } from "../../shared/ids/index.ts";
-import { createJobReader, createJobViewCache, type JobReader } from "../../shared/jobs/index.ts";
+import {
+  createJobReader,
+  createJobViewCache,
+  followViewChanges,
+  type JobReader,
+} from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
@@ -89,8 +94,10 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
   const { hub, config, logger, clock } = deps;
   // GET /jobs and replays of settled jobs answer from memory; other views are read from KV.
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
+  // The projector announces each settled view it rewrites (a retry, a redelivery request).
+  const stopFollowing = followViewChanges(hub.nc, cache);
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
-  const state = { draining: false };
+  const state = { draining: false, stopFollowing };
   const routes = createRouteTable(config);
   const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
   const authFailures = createAuthFailureLimiter(clock, config.server.auth_failures_per_minute);
@@ -206,8 +213,8 @@ interface ListenDeps {
   readonly config: Config;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
-  /** Set on stop: /readyz answers not ready from then on. */
-  readonly state: { draining: boolean };
+  /** Set on stop: /readyz answers not ready from then on; the view-change notices end. */
+  readonly state: { draining: boolean; readonly stopFollowing: () => void };
 }
 
 function listenIngress(app: AnyElysia, deps: ListenDeps) {
@@ -239,6 +246,7 @@ function listenIngress(app: AnyElysia, deps: ListenDeps) {
     url,
     async stop() {
       state.draining = true;
+      state.stopFollowing();
       // In-flight requests finish within the publish timeout. A connection still open after that
       // is a client that stopped sending a body we already answered (a 413): close it.
       const graceMs = parseDuration(config.nats.publish_timeout) + 2_000;

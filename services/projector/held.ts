@@ -110,7 +110,7 @@ async function heal(entry: Held, deps: HeldDeps): Promise<void> {
   // Compare contents, not only `seq`: a view can hold the newest seq and still miss an older
   // event that was redelivered late.
   if (state !== null && (start.view === null || !sameView(state, start.view))) {
-    await deps.store.write(entry.key, start.revision, state);
+    await deps.store.write(entry.key, start, state);
   }
 }
 
@@ -127,7 +127,7 @@ export async function writeHeld(entry: Held, deps: HeldDeps): Promise<boolean> {
   const folded = entry.folded;
   if (folded === undefined || !folded.changed || folded.state === null) return true;
   try {
-    await deps.store.write(entry.key, folded.start.revision, folded.state);
+    await deps.store.write(entry.key, folded.start, folded.state);
     if (folded.completed) observeCompletion(deps.metrics, folded.completed);
     return true;
   } catch (err) {

@@ -21,7 +21,7 @@ import { NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { AckFloor } from "./ack-floor.ts";
 import { foldHeld, type Held, writeHeld } from "./held.ts";
 import { type ProjectorMetrics, tracedWrite } from "./observe.ts";
-import { createViewStore } from "./view-store.ts";
+import { createViewStore, type ViewStoreDeps } from "./view-store.ts";
 
 /** How long a holder whose lease is not held waits before it looks again. */
 const FENCED_PAUSE_MS = 50;
@@ -57,6 +57,8 @@ export interface ProjectorDeps {
   readonly metrics?: ProjectorMetrics;
   /** A `project` span per view write (docs/operations.md, "Traces"). */
   readonly tracing?: Tracing;
+  /** Called after a write over a settled view (view-store.ts): readers must drop their copy. */
+  readonly settledViewChanged?: ViewStoreDeps["settledViewChanged"];
 }
 
 export interface Projector {
@@ -85,7 +87,11 @@ export function createProjector(deps: ProjectorDeps): Projector {
   // 250: a round still holds tens of ms of events at full load, with a low peak RSS.
   const maxBatch = deps.maxBatch ?? 250;
   const lingerMs = deps.lingerMs ?? 100;
-  const store = createViewStore({ kv: deps.kv, jsm: deps.jsm });
+  const store = createViewStore({
+    kv: deps.kv,
+    jsm: deps.jsm,
+    ...(deps.settledViewChanged ? { settledViewChanged: deps.settledViewChanged } : {}),
+  });
   const heldDeps = { store, logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) };
   const tracing = deps.tracing ?? NO_TRACING;
   let floor = new AckFloor();

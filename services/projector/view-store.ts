@@ -18,12 +18,23 @@ export interface StoredView {
 
 const CACHE_LIMIT = 20_000;
 
+export interface ViewStoreDeps {
+  readonly kv: KV;
+  readonly jsm: JetStreamManager;
+  /**
+   * A settled view was rewritten (an operator's retry, a redelivery request): readers that cached
+   * it must drop it (view-notices.ts). Not called for any other write.
+   */
+  readonly settledViewChanged?: (change: { key: string; revision: number }) => void;
+}
+
 /**
  * The projector's access to the job views: KV `sy_jobs` with compare-and-set writes and an
  * in-process copy of the views of jobs still in flight (settled ones leave it: only an operator's
- * rare redelivery request changes them), and the fold of one job's whole history from the stream.
+ * rare retry or redelivery request changes them), and the fold of one job's whole history from
+ * the stream.
  */
-export function createViewStore(deps: { readonly kv: KV; readonly jsm: JetStreamManager }) {
+export function createViewStore(deps: ViewStoreDeps) {
   const cache = new GenerationalMap<StoredView>(CACHE_LIMIT);
   return {
     /** The view as last written by this process, or read from KV. */
@@ -41,16 +52,20 @@ export function createViewStore(deps: { readonly kv: KV; readonly jsm: JetStream
     cached: (key: string) => cache.get(key) !== undefined,
 
     /**
-     * Compare-and-set write: create when the key is new (revision 0), else update at the revision
-     * it was read at. Throws when another writer moved the key (the caller reloads and refolds).
+     * Compare-and-set write over `from` (the view as loaded): create when the key is new
+     * (revision 0), else update at the revision it was read at. Throws when another writer moved
+     * the key (the caller reloads and refolds).
      */
-    async write(key: string, revision: number, view: JobView): Promise<void> {
+    async write(key: string, from: StoredView, view: JobView): Promise<void> {
       const bytes = jobViewCodec.encode(view);
       try {
         const next =
-          revision === 0
+          from.revision === 0
             ? await deps.kv.create(key, bytes)
-            : await deps.kv.update(key, bytes, revision);
+            : await deps.kv.update(key, bytes, from.revision);
+        if (from.view !== null && isSettledView(from.view)) {
+          deps.settledViewChanged?.({ key, revision: next });
+        }
         if (isSettledView(view)) cache.delete(key);
         else cache.set(key, { view, revision: next });
       } catch (err) {

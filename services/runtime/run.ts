@@ -12,6 +12,7 @@ import {
 } from "../../shared/config/index.ts";
 import { type ConnectWait, connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { publishViewChanged } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
@@ -244,6 +245,8 @@ async function startProjector(ctx: PartsContext): Promise<void> {
     }),
     metrics,
     ...tracing,
+    // Every ingress replica caches settled views: each one that changes is announced.
+    settledViewChanged: (change) => publishViewChanged(hub.nc, change),
   });
   await projector.start();
   stoppables.push({ name: "projector", stop: projector.stop });

@@ -12,3 +12,4 @@ export * from "./status.ts";
 export * from "./subjects.ts";
 export * from "./view-cache.ts";
 export * from "./view-codec.ts";
+export * from "./view-notices.ts";

@@ -6,6 +6,7 @@ import {
   problemResponse,
   SwitchyardError,
 } from "../../../shared/errors/index.ts";
+import { refuseUndecodablePath } from "../../../shared/http/index.ts";
 import type { Logger } from "../../../shared/log/index.ts";
 import type { HubMetrics } from "../../../shared/metrics/index.ts";
 import {
@@ -55,14 +56,18 @@ export function edgePlugin(deps: EdgePluginDeps) {
     }
     return problemResponse(error, path);
   };
-  return new Elysia({ name: "ingress-edge", normalize: false })
-    .onRequest(({ request }) => edgeProblem(request, deps.limits))
-    .onError({ as: "global" }, ({ error, request, code }) => {
-      // Whatever goes wrong in here, the client still gets a problem answer.
-      try {
-        return errorAnswer(error, request, code);
-      } catch {
-        return fallbackProblem();
-      }
-    });
+  return (
+    new Elysia({ name: "ingress-edge", normalize: false })
+      .onRequest(({ request }) => edgeProblem(request, deps.limits))
+      // A path that does not decode names nothing: 404 before any handler reads its parameters.
+      .onTransform({ as: "global" }, refuseUndecodablePath)
+      .onError({ as: "global" }, ({ error, request, code }) => {
+        // Whatever goes wrong in here, the client still gets a problem answer.
+        try {
+          return errorAnswer(error, request, code);
+        } catch {
+          return fallbackProblem();
+        }
+      })
+  );
 }
