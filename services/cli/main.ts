@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { hashToken } from "../../shared/auth/index.ts";
 import { type CommandSpec, parseCommand, UsageError } from "./args.ts";
-import { exitWhenFlushed } from "./exit.ts";
+import { endWhenReaderGoes, exitWhenFlushed } from "./exit.ts";
 import { isOperatorCommand, runOperatorCommand } from "./operator-command.ts";
 import { AUDIT_VERIFY_OPTIONS, EVENTS_OPTIONS, SERVICE_NAMES } from "./options.ts";
 
@@ -340,7 +340,15 @@ const EXPLAINED = new Set([
 ]);
 
 if (import.meta.main) {
-  main(Bun.argv.slice(2))
+  const argv = Bun.argv.slice(2);
+  if (argv[0] !== "up" && argv[0] !== "serve") {
+    endWhenReaderGoes({
+      stdout: process.stdout,
+      stderr: stdio.stderr,
+      exit: (code) => void exitWhenFlushed(code),
+    });
+  }
+  main(argv)
     .then(async (code) => {
       if (code >= 0) await exitWhenFlushed(code);
     })
