@@ -4,8 +4,6 @@
  * into typed values and hands them to the commands. Every command takes --help / -h (help, exit
  * 0); unknown flags and arguments are usage errors (exit 2).
  */
-import { randomBytes } from "node:crypto";
-import { hashToken } from "../../shared/auth/index.ts";
 import { type CommandSpec, parseCommand, UsageError } from "./args.ts";
 import { endWhenReaderGoes, exitWhenFlushed } from "./exit.ts";
 import { isOperatorCommand, runOperatorCommand } from "./operator-command.ts";
@@ -19,7 +17,7 @@ const USAGE = `usage: switchyard <command> [--help]
 
   up                          run every service in one process (embedded nats-server if NATS_URL is unset)
   serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
-  token new <client>          print a new client token once, and the hash for the config
+  token new <id> [--operator] print a new client (or operator) token once, and the hash for the config
   projector rebuild           recreate the job view from the event stream (refused while a projector runs)
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
@@ -56,7 +54,8 @@ const SPECS = {
   },
   "token new": {
     usage:
-      "usage: switchyard token new <client>\n\n  prints a new random token once, and the SHA-256 for clients[].token_sha256",
+      "usage: switchyard token new <id> [--operator]\n\n  prints a new random token once, and the SHA-256 for clients[].token_sha256\n  --operator  for operators[].token_sha256 (implied by an id with '.' or '@', which only operators may have)",
+    options: { operator: { type: "boolean" } },
     positionals: { min: 1, max: 1 },
   },
   "projector rebuild": {
@@ -136,23 +135,11 @@ function commandOf(argv: readonly string[]): { name: CommandName; args: string[]
   return { name: first as CommandName, args: [second, ...rest].filter((a) => a !== undefined) };
 }
 
-function tokenNew(client: string): number {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(client)) {
-    throw new UsageError(
-      "a client id is [A-Za-z0-9_-], up to 64 characters",
-      SPECS["token new"].usage,
-    );
-  }
-  const token = `sy_${client}_${randomBytes(32).toString("base64url")}`;
-  stdio.stdout(
-    [
-      `token (shown once; give it to the client, store it nowhere else): ${token}`,
-      "add the hash to the client's token_sha256 list in switchyard.yaml:",
-      `  - id: ${client}`,
-      `    token_sha256: ["${hashToken(token)}"]`,
-      "",
-    ].join("\n"),
-  );
+async function tokenNew(id: string, operator: boolean): Promise<number> {
+  const { newToken } = await import("./token-command.ts");
+  const result = newToken({ id, operator });
+  if (!result.ok) throw new UsageError(result.problem, SPECS["token new"].usage);
+  stdio.stdout(result.text);
   return 0;
 }
 
@@ -240,7 +227,7 @@ async function run(name: CommandName, args: string[], positionals: string[]): Pr
       return -1;
     }
     case "token new":
-      return tokenNew(positionals[0] as string);
+      return tokenNew(positionals[0] as string, args.includes("--operator"));
     case "projector rebuild":
       return withHub("projector-rebuild", rebuild);
     case "callbacks redeliver":
