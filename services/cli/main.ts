@@ -68,8 +68,18 @@ const SPECS = {
     positionals: { min: 1, max: 1 },
   },
   events: {
-    usage:
-      "usage: switchyard events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]",
+    usage: `usage: switchyard events [options]
+
+  the event stream as NDJSON, one {"seq", "subject", "time", "event"} per line (or a table), then stop
+  --job <job_id>         one job's events (job_…)
+  --client <client_id>   one client's events
+  --type <event type>    one type, e.g. run.requested, job.done, job.error, callback.delivered
+  --since <time>         events that occurred at or after an RFC 3339 time, e.g. 2026-11-01T00:00:00Z
+  --until <time>         events that occurred at or before an RFC 3339 time
+  --from-seq <n>         start at stream sequence n (resume an export: the last line's seq + 1)
+  --limit <n>            stop after n events
+  --follow               keep printing new events until Ctrl-C
+  --pretty               a table for people instead of NDJSON (a run's input is left out)`,
     options: EVENTS_OPTIONS,
   },
   "audit verify": {
@@ -78,7 +88,13 @@ const SPECS = {
     options: AUDIT_VERIFY_OPTIONS,
   },
   "audit keygen": { usage: "usage: switchyard audit keygen" },
-  status: { usage: "usage: switchyard status" },
+  status: {
+    usage: `usage: switchyard status
+
+  takes no options: the nats-server version, the streams and their consumers (pending, ack
+  pending, redelivered), the KV buckets, the projector's and the search index's lag, jobs by status.
+  Finds the hub as every command does: NATS_URL, else ./.data/hub.json, else nats.url of the config file`,
+  },
   "index rebuild": {
     usage:
       "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again (stop the indexer service first; needs the config file)",
@@ -233,7 +249,10 @@ async function run(name: CommandName, args: string[], positionals: string[]): Pr
     case "callbacks redeliver":
       return withHub("callbacks", (hub) => redeliver(args, hub));
     case "events": {
-      const { runEventsCommand } = await import("./events-command.ts");
+      const { eventsArgsProblem, runEventsCommand } = await import("./events-command.ts");
+      const parsed = parseCommand(SPECS.events, args);
+      const problem = parsed.help ? undefined : eventsArgsProblem(parsed.values);
+      if (problem) throw new UsageError(problem, SPECS.events.usage);
       return withHub("events", (hub) => runEventsCommand(args, hub.js, stdio));
     }
     case "audit verify": {

@@ -75,6 +75,8 @@ const BAD: [string[], string][] = [
   [["token", "old", "x"], "unknown token subcommand 'old'"],
   [["status", "--verbose"], "Unknown option '--verbose'"],
   [["events", "--nope"], "Unknown option '--nope'"],
+  [["events", "--limit", "ten"], "--limit takes a whole number from 1, got 'ten'"],
+  [["events", "--from-seq", "0"], "--from-seq takes a whole number from 1, got '0'"],
   [["audit", "verify", "--wat"], "Unknown option '--wat'"],
   [["audit", "keygen", "extra"], "unexpected argument 'extra'"],
   [["projector", "rebuild", "now"], "unexpected argument 'now'"],
@@ -135,6 +137,22 @@ describe("every command: --help / -h print help and exit 0; unknown flags are er
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  test("events --help says what each flag takes; status --help that it takes none", async () => {
+    const { EVENTS_OPTIONS } = await import("../../services/cli/options.ts");
+    const events = (await cli(["events", "--help"])).stdout;
+    for (const [name, option] of Object.entries(EVENTS_OPTIONS)) {
+      // A flag with a value names the value (`--since <time>`) and says what it is.
+      const shape = option.type === "string" ? `--${name} <[^>]+>\\s+\\S` : `--${name}\\s+\\S`;
+      expect({ name, described: new RegExp(`^  ${shape}`, "m").test(events) }).toEqual({
+        name,
+        described: true,
+      });
+    }
+    expect(events).toContain("RFC 3339");
+    const status = (await cli(["status", "--help"])).stdout;
+    expect(status).toContain("takes no options");
   });
 
   test("operator commands check their arguments before the hub's URL and token", async () => {
