@@ -33,9 +33,10 @@ const USAGE = `usage: switchyard <command> [--help]
 
 Commands find the hub as 'up' does: NATS_URL, else the 'switchyard up' running in this folder
 (./.data/hub.json), else nats.url of the config file. They never create streams. The operator
-commands (jobs, callbacks failed, callbacks redeliver --where) use the operator API instead.
+commands (jobs, callbacks failed, callbacks redeliver --where) use the operator API instead: --url,
+else SWITCHYARD_ADMIN_URL, else SWITCHYARD_URL, else the 'switchyard up' running in this folder.
 environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN,
-  SWITCHYARD_ADMIN_URL and SWITCHYARD_OPERATOR_TOKEN (the operator commands)`;
+  SWITCHYARD_URL or SWITCHYARD_ADMIN_URL, and SWITCHYARD_OPERATOR_TOKEN (the operator commands)`;
 
 const stdio = {
   stdout: (text: string) => void process.stdout.write(text),

@@ -134,6 +134,33 @@ export interface ParseOptions {
   readonly readFile?: SecretFileReader;
   /** Receives the paths of the files read for `${file:…}` (a reload watches them). */
   readonly filesRead?: (paths: readonly string[]) => void;
+  /** Receives what the file should change but that still works (a key under its former name). */
+  readonly notices?: (notices: readonly ConfigIssue[]) => void;
+}
+
+/** Top-level keys under their former names, read as the new ones. */
+const RENAMED_KEYS: Readonly<Record<string, string>> = {
+  // "admin" named the health/metrics port, easily taken for the operator API (admin_api).
+  admin: "monitoring",
+};
+
+/**
+ * Moves keys with a former name to their name, with a notice naming both; both present is an
+ * issue (which one was meant is not known).
+ */
+function renameKeys(raw: Record<string, unknown>, issues: ConfigIssue[]): ConfigIssue[] {
+  const notices: ConfigIssue[] = [];
+  for (const [former, name] of Object.entries(RENAMED_KEYS)) {
+    if (!(former in raw)) continue;
+    if (name in raw) {
+      issues.push({ key: former, message: `is the former name of ${name}; keep only ${name}` });
+      continue;
+    }
+    raw[name] = raw[former];
+    delete raw[former];
+    notices.push({ key: former, message: `is deprecated: rename it to ${name} (same settings)` });
+  }
+  return notices;
 }
 
 /**
@@ -165,7 +192,9 @@ export function parseConfig(
     issues: [],
     files: new Set(),
   };
-  const substituted = substitute(raw, "", sub);
+  const renamed = { ...(raw as Record<string, unknown>) };
+  const notices = renameKeys(renamed, sub.issues);
+  const substituted = substitute(renamed, "", sub);
   options.filesRead?.([...sub.files]);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(substituted));
   // A missing key is reported both as missing and as not matching its type: keep the first
@@ -187,6 +216,7 @@ export function parseConfig(
     // A shape the schema already refused; its issues are listed.
   }
   if (issues.length > 0) throw new ConfigError(source, issues);
+  if (notices.length > 0) options.notices?.(notices);
   return withDefaults as Config;
 }
 

@@ -168,7 +168,10 @@ describe("every command: --help / -h print help and exit 0; unknown flags are er
       code: 2,
       stderr: "switchyard: set SWITCHYARD_OPERATOR_TOKEN to an operator token",
     });
+    // No URL, no `switchyard up` in this folder: it says where it looked.
     const noUrl = await cli(["callbacks", "failed"]);
-    expect(noUrl.stderr).toContain("set SWITCHYARD_ADMIN_URL (or --url)");
+    expect(noUrl.stderr).toContain(
+      "no hub found: run this in the folder of a running `switchyard up`, or set SWITCHYARD_URL",
+    );
   });
 });

@@ -64,3 +64,28 @@ describe("config errors say which value or key is wrong and what is allowed", ()
     );
   });
 });
+
+describe("a key under its former name", () => {
+  test("admin is read as monitoring, with a notice naming the new key", () => {
+    const notices: string[] = [];
+    const config = parseConfig("admin: { host: 0.0.0.0, port: 9191 }", {}, "test.yaml", {
+      notices: (found) => notices.push(...found.map((n) => `${n.key}: ${n.message}`)),
+    });
+    expect(config.monitoring).toEqual({ host: "0.0.0.0", port: 9191 });
+    expect(notices).toEqual(["admin: is deprecated: rename it to monitoring (same settings)"]);
+  });
+
+  test("both names: which one was meant is not known, so start-up stops naming both", () => {
+    expect(() =>
+      parseConfig("admin: { port: 1 }\nmonitoring: { port: 2 }", {}, "test.yaml"),
+    ).toThrow("admin: is the former name of monitoring; keep only monitoring");
+  });
+
+  test("the new name: no notice", () => {
+    const notices: unknown[] = [];
+    parseConfig("monitoring: { port: 9191 }", {}, "test.yaml", {
+      notices: (found) => notices.push(...found),
+    });
+    expect(notices).toEqual([]);
+  });
+});
