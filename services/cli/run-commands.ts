@@ -163,7 +163,9 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
       lock = lockDataDir(dataDir);
       await stopOrphan(dataDir, logger);
       const storeDir = resolve(dataDir, "nats");
-      nats = await startNatsServer({ storeDir, env });
+      // Out of the terminal's process group: Ctrl-C reaches the hub only, which drains and
+      // then stops the server (cleanUp); the parent-death signal still stops it if the hub dies.
+      nats = await startNatsServer({ storeDir, env, ownProcessGroup: true });
       lock.record({ nats_url: nats.url, nats_pid: nats.pid, store_dir: storeDir });
       logger.info({ url: nats.url, store: storeDir }, "embedded nats-server started");
       if (!nats.diesWithParent) {
