@@ -38,21 +38,17 @@ function pretty(seq: number, time: string, value: Record<string, unknown>): stri
   return `${String(seq).padStart(8)}  ${time}  ${String(value.type ?? "?").padEnd(18)}  ${String(value.client_id ?? "-").padEnd(12)}  ${String(value.job_id ?? "-").padEnd(26)}  ${detail}\n`;
 }
 
-type EventsValues = ReturnType<
-  typeof parseArgs<{ args: string[]; options: typeof EVENTS_OPTIONS; strict: true }>
->["values"];
-
 /** What is wrong with the values of the flags, before anything connects; undefined: nothing. */
-export function eventsArgsProblem(values: EventsValues): string | undefined {
+export function eventsArgsProblem(values: Readonly<Record<string, unknown>>): string | undefined {
   for (const name of ["since", "until"] as const) {
     const given = values[name];
-    if (given !== undefined && Number.isNaN(new Date(given).getTime())) {
+    if (typeof given === "string" && Number.isNaN(new Date(given).getTime())) {
       return `--${name} takes an RFC 3339 time, got '${given}'`;
     }
   }
   for (const name of ["limit", "from-seq"] as const) {
     const given = values[name];
-    if (given !== undefined && !/^[1-9][0-9]*$/.test(given)) {
+    if (typeof given === "string" && !/^[1-9][0-9]*$/.test(given)) {
       return `--${name} takes a whole number from 1, got '${given}'`;
     }
   }

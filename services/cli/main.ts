@@ -230,7 +230,14 @@ const operatorIo = {
   },
 };
 
-async function run(name: CommandName, args: string[], positionals: string[]): Promise<number> {
+/** A command's arguments as parseCommand read them against its spec. */
+interface ParsedArgs {
+  readonly positionals: readonly string[];
+  readonly values: Readonly<Record<string, unknown>>;
+}
+
+async function run(name: CommandName, args: string[], parsed: ParsedArgs): Promise<number> {
+  const { positionals } = parsed;
   switch (name) {
     case "up":
       await (await import("./run-commands.ts")).up(env, stdio.stdout);
@@ -244,15 +251,14 @@ async function run(name: CommandName, args: string[], positionals: string[]): Pr
       return -1;
     }
     case "token new":
-      return tokenNew(positionals[0] as string, args.includes("--operator"));
+      return tokenNew(positionals[0] as string, parsed.values.operator === true);
     case "projector rebuild":
       return withHub("projector-rebuild", rebuild);
     case "callbacks redeliver":
       return withHub("callbacks", (hub) => redeliver(args, hub));
     case "events": {
       const { eventsArgsProblem, runEventsCommand } = await import("./events-command.ts");
-      const parsed = parseCommand(SPECS.events, args);
-      const problem = parsed.help ? undefined : eventsArgsProblem(parsed.values);
+      const problem = eventsArgsProblem(parsed.values);
       if (problem) throw new UsageError(problem, SPECS.events.usage);
       return withHub("events", (hub) => runEventsCommand(args, hub.js, stdio));
     }
@@ -326,7 +332,7 @@ async function main(argv: string[]): Promise<number> {
     stdio.stdout(`${spec.usage}\n`);
     return 0;
   }
-  return run(command.name, command.args, parsed.positionals);
+  return run(command.name, command.args, parsed);
 }
 
 /**
