@@ -155,7 +155,7 @@ function hubConfig(
   return `
 index: { enabled: ${index.enabled}, sqlite_path: "${index.path}" }
 server: { host: ${LOOPBACK}, port: ${port} }
-admin: { host: ${LOOPBACK}, port: 0 }
+monitoring: { host: ${LOOPBACK}, port: 0 }
 nats: { url: "${natsUrl}", duplicate_window: 2m }
 log: { level: warn }
 callbacks: { allow_cidrs: ["127.0.0.0/8"], concurrency: 256, per_destination_concurrency: 256 }

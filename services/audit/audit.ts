@@ -5,6 +5,7 @@ import {
   type AuditRecord,
   type ChainReport,
   compareViews,
+  type ExpectedSpan,
   Replayer,
   type ViewDivergence,
   verifyChain,
@@ -55,6 +56,8 @@ export async function auditRecords(
     /** The search index's rows (issue 16): compared like the views. */
     index?: AsyncIterable<JobView>;
     publicKey?: CryptoKey | KeyObject;
+    /** The sequences the records should span (the live stream's), so missing ends are found. */
+    expected?: ExpectedSpan;
   },
 ): Promise<AuditReport> {
   const replayer = new Replayer();
@@ -74,7 +77,7 @@ export async function auditRecords(
       yield record;
     }
   }
-  const chain = await verifyChain(tap(), options.publicKey);
+  const chain = await verifyChain(tap(), options.publicKey, options.expected);
   const divergences = options.views ? compareViews(replayer.states, options.views) : [];
   const indexDivergences = options.index
     ? compareViews(replayer.states, await indexRows(options.index, replayer))

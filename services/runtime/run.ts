@@ -18,9 +18,9 @@ import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { RunningIngress } from "../ingress/index.ts";
-import { startAdminServer } from "./admin.ts";
 import { createConsumerStats } from "./consumer-stats.ts";
 import { checkAnswerCaps } from "./limits.ts";
+import { startMonitoringServer } from "./monitoring.ts";
 import { createReloader, type ReloadOutcome } from "./reload.ts";
 import { startSearchIndex } from "./search-index.ts";
 
@@ -44,8 +44,8 @@ export interface RunningHub {
   readonly hub: HubConnection;
   readonly metrics: HubMetrics;
   readonly ingress?: RunningIngress;
-  /** healthz, readyz and metrics (admin.host/port), in every process. */
-  readonly admin: { readonly port: number; readonly url: string };
+  /** healthz, readyz and metrics (monitoring.host/port), in every process. */
+  readonly monitoring: { readonly port: number; readonly url: string };
   /** Graceful stop: intake first, then in-flight work, then the NATS connection. */
   stop(): Promise<void>;
   /** Applies a reloaded configuration: clients and operators at once, the rest after a restart. */
@@ -112,7 +112,7 @@ export async function startServices(
     await stopAll();
     throw err;
   }
-  const { ingress, admin } = parts;
+  const { ingress, monitoring } = parts;
   const reloader = createReloader({
     running: config,
     clients,
@@ -124,7 +124,10 @@ export async function startServices(
     hub,
     metrics,
     ...(ingress ? { ingress } : {}),
-    admin: { port: admin.port, url: `http://${config.admin.host}:${admin.port}` },
+    monitoring: {
+      port: monitoring.port,
+      url: `http://${config.monitoring.host}:${monitoring.port}`,
+    },
     reload: reloader.reload,
     stop: stopAll,
   };
@@ -132,7 +135,7 @@ export async function startServices(
 
 interface Parts {
   readonly ingress?: RunningIngress;
-  readonly admin: { readonly port: number };
+  readonly monitoring: { readonly port: number };
 }
 
 interface PartsContext {
@@ -149,7 +152,7 @@ interface PartsContext {
   readonly tracing: { readonly tracing?: Tracing };
 }
 
-/** Starts the named services and the admin server, registering each as it runs. */
+/** Starts the named services and the monitoring server, registering each as it runs. */
 async function startParts(services: readonly ServiceName[], ctx: PartsContext): Promise<Parts> {
   const { deps, hub, clients, operators, metrics, stoppables, tracing } = ctx;
   const { config, logger } = deps;
@@ -174,9 +177,9 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   }
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
   const stats = createConsumerStats({ jsm: hub.jsm, metrics, logger });
-  const admin = startAdminServer({
-    host: config.admin.host,
-    port: config.admin.port,
+  const monitoring = startMonitoringServer({
+    host: config.monitoring.host,
+    port: config.monitoring.port,
     ready: ctx.ready,
     metrics: async () => {
       await stats.refresh();
@@ -184,7 +187,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     },
     logger,
   });
-  stoppables.push({ name: "admin", stop: admin.stop });
+  stoppables.push({ name: "monitoring", stop: monitoring.stop });
   if (services.includes("executor")) {
     checkAnswerCaps(config, hub.nc.info?.max_payload ?? Number.MAX_SAFE_INTEGER);
     const { startExecutorService } = await import("../executor/index.ts");
@@ -222,7 +225,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     await callback.start();
     stoppables.push({ name: "callback", stop: callback.stop });
   }
-  return { ...(ingress ? { ingress } : {}), admin };
+  return { ...(ingress ? { ingress } : {}), monitoring };
 }
 
 async function startProjector(ctx: PartsContext): Promise<void> {

@@ -196,7 +196,9 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    admin: Type.Object(
+    // Health, readiness and metrics of every service; not the operator API (admin_api, served
+    // under /admin/v1 on server.port). Read from `admin` too, the key's former name (load.ts).
+    monitoring: Type.Object(
       {
         host: Type.String({ default: "127.0.0.1" }),
         port: Type.Integer({ minimum: 0, maximum: 65535, default: 9090 }),

@@ -32,7 +32,7 @@ export const TOKENS = {
 export function callbackYaml(natsUrl: string, schedule: readonly string[] = ["100ms", "200ms"]) {
   return `
 server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 nats: { url: "${natsUrl}" }
 log: { level: info }
 callbacks:

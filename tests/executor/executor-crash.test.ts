@@ -27,7 +27,7 @@ beforeAll(async () => {
     return Response.json({ output: task.json.input });
   });
   const extra = `
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 routes:
   - key: x.slow
     concurrency: 4
