@@ -5,6 +5,7 @@ import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { CALLBACK_QUEUE_STREAM, DEADLINE_STREAM } from "../../shared/schedule/index.ts";
 import { TASK_STREAM } from "../../shared/worker/index.ts";
 import { INDEX_CONSUMER } from "../indexer/index.ts";
+import { createSharedRead } from "./shared-read.ts";
 
 /** The streams whose durable consumers hold work: the events and the three work queues. */
 export const WORK_STREAMS = [
@@ -42,7 +43,6 @@ export function createConsumerStats(deps: {
   jsm: JetStreamManager;
   metrics: HubMetrics;
   logger: Logger;
-  readTimeoutMs?: number;
 }): ConsumerStats {
   const { metrics } = deps;
 
@@ -98,17 +98,7 @@ export function createConsumerStats(deps: {
       deps.logger.debug({ err: (err as Error).message }, "stream stats unavailable");
     }
   };
-  let reading: Promise<void> | undefined;
   return {
-    async refresh() {
-      reading ??= poll().finally(() => {
-        reading = undefined;
-      });
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const late = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, deps.readTimeoutMs ?? READ_TIMEOUT_MS);
-      });
-      await Promise.race([reading, late]).finally(() => clearTimeout(timer));
-    },
+    refresh: createSharedRead({ read: poll, timeoutMs: READ_TIMEOUT_MS }),
   };
 }
