@@ -27,6 +27,7 @@ import { createJobsApi } from "./jobs-api.ts";
 import { DEFAULT_MAX_BODY_BYTES, deriveBodyLimit } from "./limits.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { createSharedRateLimiter, openRateBucket } from "./shared-rate-limit.ts";
+import { createStorageGuard } from "./storage-guard.ts";
 import { createRunSubmitter } from "./submit-run.ts";
 
 export { createIngressApp } from "./app.ts";
@@ -143,6 +144,11 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       ids: deps.ids,
       clock,
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
+      storage: createStorageGuard({
+        jsm: hub.jsm,
+        maxBytes: config.nats.events_max_bytes,
+        clock,
+      }),
     }),
     reader,
     rateLimiter: createSharedRateLimiter({

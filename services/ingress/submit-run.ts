@@ -19,6 +19,7 @@ import {
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
 import type { RunRequest } from "./run-request.ts";
+import { type StorageGuard, storageFull } from "./storage-guard.ts";
 
 export interface SubmitOutcome {
   /** true: a new job (202); false: the same request seen before (200). */
@@ -38,6 +39,8 @@ export interface RunSubmitterDeps {
   readonly ids: IdGenerator;
   readonly clock: Clock;
   readonly publishTimeoutMs: number;
+  /** Refuses new runs once the events stream is near its byte limit. */
+  readonly storage: StorageGuard;
 }
 
 /**
@@ -78,6 +81,12 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
         if (seen.fingerprint !== fingerprint) throw conflict(seen.request_id);
         return { created: false, job: toJobResource(seen) };
       }
+      if (!(await deps.storage.admits())) {
+        // A request seen before is answered as a replay even when new runs are refused.
+        const run = await readLastEvent(deps.jsm, client.id, jobId, "run");
+        if (!run) throw storageFull();
+        return { created: false, job: await existing(client, jobId, fingerprint) };
+      }
       const event: RunRequested = {
         id: deps.ids.next("evt"),
         type: "run.requested",
@@ -101,6 +110,7 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
           timeoutMs: deps.publishTimeoutMs,
           ...(traceparent === undefined ? {} : { traceparent }),
         });
+        if (result.kind !== "conflict") deps.storage.stored(result.seq);
         if (result.kind === "appended") {
           return { created: true, job: toJobResource(evolve(null, event) as JobView) };
         }

@@ -43,6 +43,11 @@ export function createConsumerStats(deps: {
   jsm: JetStreamManager;
   metrics: HubMetrics;
   logger: Logger;
+  /**
+   * events_max_bytes: the events stream's limit even where the stream holds none (on a
+   * nats-server below 2.10.5 the ingress enforces it; shared/bus/topology.ts).
+   */
+  eventsMaxBytes: number;
 }): ConsumerStats {
   const { metrics } = deps;
 
@@ -53,7 +58,8 @@ export function createConsumerStats(deps: {
       metrics.streamMessages.set({ stream }, s.state.messages);
       metrics.streamBytes.set({ stream }, s.state.bytes);
       if (s.config.max_msgs > 0) metrics.streamLimitMessages.set({ stream }, s.config.max_msgs);
-      if (s.config.max_bytes > 0) metrics.streamLimitBytes.set({ stream }, s.config.max_bytes);
+      const maxBytes = stream === TOPOLOGY.eventsStream ? deps.eventsMaxBytes : s.config.max_bytes;
+      if (maxBytes > 0) metrics.streamLimitBytes.set({ stream }, maxBytes);
     }
   };
 

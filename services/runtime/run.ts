@@ -169,7 +169,12 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     stoppables.push({ name: "ingress", stop: ingress.stop });
   }
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
-  const stats = createConsumerStats({ jsm: hub.jsm, metrics, logger });
+  const stats = createConsumerStats({
+    jsm: hub.jsm,
+    metrics,
+    logger,
+    eventsMaxBytes: config.nats.events_max_bytes,
+  });
   const admin = startAdminServer({
     host: config.admin.host,
     port: config.admin.port,
