@@ -211,6 +211,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     const callback = createCallbackService({
       js: hub.js,
       jsm: hub.jsm,
+      nc: hub.nc,
       settings: callbackSettings(config),
       replicas: config.nats.replicas,
       client: createRouteTable(config, clients).client,
