@@ -54,6 +54,11 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
       detail: `request_id '${requestId}' was already used with a different body; use a new request_id for new work.`,
     });
 
+  /** A NATS failure as the hub's typed error (503), anything else as it is. */
+  const unavailableOr = (err: unknown): never => {
+    throw classifyNatsError(err) ?? err;
+  };
+
   const existing = async (client: ClientConfig, jobId: string, fingerprint: string) => {
     const run = await readLastEvent(deps.jsm, client.id, jobId, "run");
     if (!run) {
@@ -81,9 +86,9 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
         if (seen.fingerprint !== fingerprint) throw conflict(seen.request_id);
         return { created: false, job: toJobResource(seen) };
       }
-      if (!(await deps.storage.admits())) {
+      if (!(await deps.storage.admits().catch(unavailableOr))) {
         // A request seen before is answered as a replay even when new runs are refused.
-        const run = await readLastEvent(deps.jsm, client.id, jobId, "run");
+        const run = await readLastEvent(deps.jsm, client.id, jobId, "run").catch(unavailableOr);
         if (!run) throw storageFull();
         return { created: false, job: await existing(client, jobId, fingerprint) };
       }
