@@ -26,7 +26,6 @@ import {
   isFinalEvent,
   isFinalEventType,
   type JobEvent,
-  type RunSummary,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -50,7 +49,7 @@ import {
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createAttemptRunner, type Delivery, type DeliveryEnd } from "./delivery.ts";
 import { createLanes, destinationOf } from "./lanes.ts";
-import { completedJobOf } from "./payload.ts";
+import { completedJobOf, runSummaryOf } from "./payload.ts";
 import { createJobGate, createSeenMark } from "./repeats.ts";
 import { ackWaitMs, type CallbackSettings } from "./settings.ts";
 
@@ -178,20 +177,6 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     overflow: defer,
   });
 
-  /** The run summary of a final event: carried by it, or (0.1 events, reports) read from `.run`. */
-  const summaryOf = async (event: FinalEvent): Promise<RunSummary | undefined> => {
-    if (event.data.run !== undefined) return event.data.run;
-    const run = await readLastEvent(deps.jsm, event.client_id, event.job_id, "run");
-    if (run?.event.type !== "run.requested") return undefined;
-    const { data } = run.event;
-    return {
-      request_id: data.request_id,
-      route: data.route,
-      created_at: run.event.occurred_at,
-      ...(data.callback_url === undefined ? {} : { callback_url: data.callback_url }),
-    };
-  };
-
   /** Carries out a step decided from the `.cb` log; the delivery to run, if it is an attempt. */
   const applyStep = async (
     step: CallbackStep,
@@ -245,7 +230,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     readonly traceparent?: string | undefined;
   }): Promise<Delivery | undefined> => {
     const { msg, event } = input;
-    const run = await summaryOf(event);
+    const run = await runSummaryOf(deps.jsm, event);
     if (run?.callback_url === undefined) {
       msg.ack();
       return undefined;
