@@ -35,6 +35,7 @@ import { createJobsApi } from "./jobs-api.ts";
 import { DEFAULT_MAX_BODY_BYTES, deriveBodyLimit } from "./limits.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { createSharedRateLimiter, openRateBucket } from "./shared-rate-limit.ts";
+import { createStorageGuard } from "./storage-guard.ts";
 import { createRunSubmitter } from "./submit-run.ts";
 
 export type { IngressPlugins } from "./app.ts";
@@ -133,6 +134,11 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
       ids: deps.ids,
       clock,
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
+      storage: createStorageGuard({
+        jsm: hub.jsm,
+        maxBytes: config.nats.events_max_bytes,
+        clock,
+      }),
     }),
     reader,
     rateLimiter: createSharedRateLimiter({

@@ -1,6 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { InvalidArgumentError } from "@nats-io/transport-node";
-import { acceptRun } from "../../shared/actions/index.ts";
+import { type AcceptOutcome, acceptRun } from "../../shared/actions/index.ts";
 import { classifyNatsError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
@@ -19,8 +19,9 @@ import {
   UnavailableError,
 } from "../../shared/errors/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
-import type { JobReader, JobRef } from "../../shared/jobs/index.ts";
+import { type JobReader, type JobRef, readLastEvent } from "../../shared/jobs/index.ts";
 import type { RunRequest } from "./run-request.ts";
+import { type StorageGuard, storageFull, storedRunBytes } from "./storage-guard.ts";
 
 export interface SubmitOutcome {
   /** true: a new job (202); false: the same request seen before (200). */
@@ -40,6 +41,8 @@ export interface RunSubmitterDeps {
   readonly ids: IdGenerator;
   readonly clock: Clock;
   readonly publishTimeoutMs: number;
+  /** Refuses new runs once the events stream is near its byte limit. */
+  readonly storage: StorageGuard;
 }
 
 /**
@@ -52,6 +55,11 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
     new RequestConflictError({
       detail: `request_id '${requestId}' was already used with a different body; use a new request_id for new work.`,
     });
+
+  /** A NATS failure as the hub's typed error (503), anything else as it is. */
+  const unavailableOr = (err: unknown): never => {
+    throw classifyNatsError(err) ?? err;
+  };
 
   const replayed = async (ref: JobRef, run: RunRequested): Promise<SubmitOutcome> => {
     const view = await deps.reader.get(ref);
@@ -70,8 +78,18 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
         if (decision.kind === "conflict") throw conflict(decision.request_id);
         return { created: false, job: toJobResource(seen) };
       }
+      const runBytes = storedRunBytes(request);
+      if (!(await deps.storage.admits(runBytes).catch(unavailableOr))) {
+        // A request seen before is answered as a replay even when new runs are refused.
+        const run = await readLastEvent(deps.jsm, ref, "run").catch(unavailableOr);
+        if (run?.event.type !== "run.requested") throw storageFull();
+        const decision = decideReplay(run.event.data, fingerprint);
+        if (decision.kind === "conflict") throw conflict(decision.request_id);
+        return await replayed(ref, run.event).catch(unavailableOr);
+      }
+      let outcome: AcceptOutcome;
       try {
-        const outcome = await acceptRun(deps, {
+        outcome = await acceptRun(deps, {
           ref,
           data: {
             request_id: request.request_id,
@@ -84,20 +102,8 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
           timeoutMs: deps.publishTimeoutMs,
           ...(traceparent === undefined ? {} : { traceparent }),
         });
-        switch (outcome.kind) {
-          case "created":
-            return { created: true, job: toJobResource(outcome.job) };
-          case "replayed":
-            return await replayed(ref, outcome.run);
-          case "conflict":
-            throw conflict(outcome.request_id);
-          case "unread":
-            throw new UnavailableError({
-              detail: "The earlier run for this request_id could not be read; retry shortly.",
-              headers: { "retry-after": "1" },
-            });
-        }
       } catch (err) {
+        deps.storage.done(runBytes);
         if (err instanceof InvalidArgumentError) {
           // Only the payload size is an invalid argument here (the subject is built from checked
           // ids). The body limit is derived so this cannot happen; if it does, say what it is.
@@ -108,6 +114,20 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
           });
         }
         throw classifyNatsError(err) ?? err;
+      }
+      deps.storage.done(runBytes, outcome.kind === "created" ? outcome.seq : undefined);
+      switch (outcome.kind) {
+        case "created":
+          return { created: true, job: toJobResource(outcome.job) };
+        case "replayed":
+          return await replayed(ref, outcome.run).catch(unavailableOr);
+        case "conflict":
+          throw conflict(outcome.request_id);
+        case "unread":
+          throw new UnavailableError({
+            detail: "The earlier run for this request_id could not be read; retry shortly.",
+            headers: { "retry-after": "1" },
+          });
       }
     },
   };

@@ -176,7 +176,12 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     stoppables.push({ name: "ingress", stop: ingress.stop });
   }
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
-  const stats = createConsumerStats({ jsm: hub.jsm, metrics, logger });
+  const stats = createConsumerStats({
+    jsm: hub.jsm,
+    metrics,
+    logger,
+    eventsMaxBytes: config.nats.events_max_bytes,
+  });
   const monitoring = startMonitoringServer({
     host: config.monitoring.host,
     port: config.monitoring.port,
@@ -213,6 +218,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     const callback = createCallbackService({
       js: hub.js,
       jsm: hub.jsm,
+      nc: hub.nc,
       settings: callbackSettings(config),
       replicas: config.nats.replicas,
       client: createRouteTable(config, clients).client,

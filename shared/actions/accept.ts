@@ -30,7 +30,7 @@ export interface RunCommand {
 
 export type AcceptOutcome =
   /** run.requested was appended: a new job (202). */
-  | { readonly kind: "created"; readonly job: JobView }
+  | { readonly kind: "created"; readonly job: JobView; readonly seq: number }
   /** The same request was accepted before (200): the job's run as stored. */
   | { readonly kind: "replayed"; readonly run: RunRequested }
   /** The request_id was used with another body (409). */
@@ -53,7 +53,9 @@ export async function acceptRun(deps: AcceptRunDeps, command: RunCommand): Promi
     ...(command.timeoutMs === undefined ? {} : { timeoutMs: command.timeoutMs }),
     ...(command.traceparent === undefined ? {} : { traceparent: command.traceparent }),
   });
-  if (result.kind === "appended") return { kind: "created", job: evolve(null, event) as JobView };
+  if (result.kind === "appended") {
+    return { kind: "created", job: evolve(null, event) as JobView, seq: result.seq };
+  }
   const stored = await readLastEvent(deps.jsm, command.ref, "run");
   if (stored === null) return { kind: "unread" };
   // `.run` holds only run.requested (streamKindOf); anything else there is not this request.

@@ -111,6 +111,7 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
     callback = createCallbackService({
       js: running.hub.js,
       jsm: running.hub.jsm,
+      nc: running.hub.nc,
       settings: callbackSettings(config),
       client: createRouteTable(config).client,
       logger: logger.child({ component: "callback" }),
