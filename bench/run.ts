@@ -14,7 +14,7 @@
  * 60), BENCH_SETTLE_SEC (wait after start-up before the first idle window, default 30), BENCH_DRAIN_TIMEOUT (s, default 600), BENCH_INDEX_E2E_JOBS (closed-loop jobs of
  * each loop of the index scenario's with/without comparison, default 20000), BENCH_INDEX_PAIRS
  * (its on/off pairs of loops, default 3), BENCH_INDEX_JOBS (jobs indexed for
- * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, pg, floor,
+ * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, bullmq-node, pg, floor, floor-split,
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
  * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services
@@ -144,7 +144,7 @@ const executorSecret = `whsec_${randomBytes(24).toString("base64")}`;
  * The hub's config for every scenario. Callbacks: the one receiver stands for all of a platform's
  * traffic, so it may use every callback slot (per_destination_concurrency = concurrency = 256);
  * with the default 64 per destination the closed loop is bound by the receiver's lane
- * (docs/performance.md, "What limits it").
+ * (docs/history/performance.md).
  */
 function hubConfig(
   natsUrl: string,
@@ -155,7 +155,7 @@ function hubConfig(
   return `
 index: { enabled: ${index.enabled}, sqlite_path: "${index.path}" }
 server: { host: ${LOOPBACK}, port: ${port} }
-admin: { host: ${LOOPBACK}, port: 0 }
+monitoring: { host: ${LOOPBACK}, port: 0 }
 nats: { url: "${natsUrl}", duplicate_window: 2m }
 log: { level: warn }
 callbacks: { allow_cidrs: ["127.0.0.0/8"], concurrency: 256, per_destination_concurrency: 256 }

@@ -139,7 +139,7 @@ async function measure(tracing: Tracing, label: string): Promise<number[]> {
   const config = parseConfig(
     `
 server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 nats: { url: "${nats.url}" }
 log: { level: warn }
 callbacks: { allow_cidrs: ["127.0.0.1/32"] }

@@ -16,7 +16,10 @@
 
 export interface PerSystem {
   readonly hub?: number;
+  /** BullMQ on Bun with Bun's Redis client: the stronger reference. */
   readonly bullmq?: number;
+  /** BullMQ on Node with ioredis, as BullMQ's users run it. */
+  readonly bullmqNode?: number;
   readonly pg?: number;
   readonly floor?: number;
   readonly floorSplit?: number;
@@ -147,13 +150,22 @@ function cpuRatio(
 }
 
 export function evaluateGoals(i: GoalInputs): GoalRow[] {
-  const peerRatio = (goal: string, of: PerSystem, peer: "bullmq" | "pg", min: number, unit = "") =>
+  const peerRatio = (
+    goal: string,
+    of: PerSystem,
+    peer: "bullmq" | "bullmqNode" | "pg",
+    min: number,
+    unit = "",
+  ) =>
     ratioRow(
       goal,
       { hub: of.hub, peer: of[peer], floor: of.floor, floorSplit: of.floorSplit },
       { min, unit },
     );
   const rows: GoalRow[] = [
+    peerRatio("e2e done/s ÷ BullMQ on Node", i.e2eDonePerSec, "bullmqNode", 1, "/s"),
+    peerRatio("e2e jobs per CPU-second ÷ BullMQ on Node", i.e2eJobsPerCpuSec, "bullmqNode", 1),
+    peerRatio("POST /run ÷ BullMQ on Node", i.postPerSec, "bullmqNode", 0.8, "/s"),
     peerRatio("e2e done/s ÷ BullMQ", i.e2eDonePerSec, "bullmq", 1, "/s"),
     peerRatio("e2e done/s ÷ PostgreSQL peer", i.e2eDonePerSec, "pg", 2, "/s"),
     peerRatio("e2e jobs per CPU-second ÷ BullMQ", i.e2eJobsPerCpuSec, "bullmq", 1),

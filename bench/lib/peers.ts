@@ -20,11 +20,12 @@ import { freePort, LOOPBACK, ROOT, registerCleanup, round, spawnChild } from "./
 import { startFloorPeer } from "./floor-peer.ts";
 import type { ProcessTable } from "./procs.ts";
 
-export const PEER_NAMES = ["bullmq", "pg", "floor", "floor-split"] as const;
+export const PEER_NAMES = ["bullmq", "bullmq-node", "pg", "floor", "floor-split"] as const;
 export type PeerName = (typeof PEER_NAMES)[number];
 
 export const PEER_LABELS: Record<PeerName, string> = {
-  bullmq: "BullMQ peer (Fastify + BullMQ, Redis)",
+  bullmq: "BullMQ peer on Bun (Fastify + BullMQ on Bun's Redis client, Redis)",
+  "bullmq-node": "BullMQ peer on Node (Fastify + BullMQ + ioredis, as BullMQ's docs run it)",
   pg: "PostgreSQL peer (Fastify + graphile-worker)",
   floor: "JetStream floor (Fastify + nats.js, 3 events + 1 KV write)",
   "floor-split": "split floor (the floor as server, executor, callback and views processes)",
@@ -114,21 +115,46 @@ async function deleteRedisKeys(url: string, prefix: string): Promise<number> {
   return deleted;
 }
 
-export async function startBullmqPeer(deps: PeerDeps): Promise<Peer> {
+/**
+ * The Node peer runs the same server and worker files, bundled for Node by `bun build` (local
+ * files inlined, packages left to Node's own resolution from node_modules), since Node 20 does not
+ * run TypeScript. The bundle goes under bench/.build (git-ignored) so node_modules resolves.
+ */
+function buildForNode(deps: PeerDeps): { server: string[]; worker: string[] } {
+  const outdir = join(ROOT, "bench/.build/bullmq-node");
+  const entries = ["bench/peer/bullmq-server.ts", "bench/peer/bullmq-worker.ts"];
+  const built = Bun.spawnSync(
+    [deps.bun, "build", "--target=node", "--packages=external", "--outdir", outdir, ...entries],
+    { cwd: ROOT, stdout: "pipe", stderr: "pipe" },
+  );
+  if (built.exitCode !== 0) {
+    throw new Error(`BullMQ Node peer: bun build failed: ${built.stderr.toString().trim()}`);
+  }
+  const node = Bun.which("node");
+  if (!node) throw new Error("BullMQ Node peer: node is not on the PATH (install Node.js ≥ 20)");
+  return {
+    server: [node, join(outdir, "bullmq-server.js")],
+    worker: [node, join(outdir, "bullmq-worker.js")],
+  };
+}
+
+export async function startBullmqPeer(deps: PeerDeps, runtime: "bun" | "node"): Promise<Peer> {
+  const name: PeerName = runtime === "bun" ? "bullmq" : "bullmq-node";
   const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
   const prefix = `swbench${randomBytes(3).toString("hex")}`;
   const port = freePort();
   const env = peerEnv(deps, port, { PEER_PREFIX: prefix, REDIS_URL: redisUrl });
-  const server = spawnChild(
-    "bullmq-server",
-    [deps.bun, join(ROOT, "bench/peer/bullmq-server.ts")],
-    env,
-  );
-  const worker = spawnChild(
-    "bullmq-worker",
-    [deps.bun, join(ROOT, "bench/peer/bullmq-worker.ts")],
-    env,
-  );
+  const cmds =
+    runtime === "node"
+      ? buildForNode(deps)
+      : {
+          server: [deps.bun, join(ROOT, "bench/peer/bullmq-server.ts")],
+          worker: [deps.bun, join(ROOT, "bench/peer/bullmq-worker.ts")],
+        };
+  const serverName = `${name}-server`;
+  const workerName = `${name}-worker`;
+  const server = spawnChild(serverName, cmds.server, env);
+  const worker = spawnChild(workerName, cmds.worker, env);
   registerCleanup(async () => {
     // Stopped first, so nothing writes keys again after they are deleted.
     await Promise.all([server.stop(), worker.stop()]);
@@ -137,32 +163,36 @@ export async function startBullmqPeer(deps: PeerDeps): Promise<Peer> {
   });
   await server.waitForLine(/LISTENING/);
   await worker.waitForLine(/READY/);
-  deps.procs.trackPid("bullmq-server", server.pid);
-  deps.procs.trackPid("bullmq-worker", worker.pid);
+  deps.procs.trackPid(serverName, server.pid);
+  deps.procs.trackPid(workerName, worker.pid);
   // The machine's Redis serves the peer: its CPU and memory are read (never touched).
   const redisPid = Number(
     Bun.spawnSync(["pgrep", "-x", "redis-server"]).stdout.toString().trim().split("\n")[0] ?? "",
   );
-  const procs = ["bullmq-server", "bullmq-worker"];
+  const procs = [serverName, workerName];
   if (redisPid > 0) {
     deps.procs.trackPid("redis-server", redisPid);
     procs.push("redis-server");
   } else deps.notes.push("redis-server pid not found: the BullMQ peer's CPU leaves Redis out");
   const queue = new Queue("runs", { connection: redisConnection(), prefix });
   registerCleanup(() => queue.close());
-  deps.log(`BullMQ peer up at http://${LOOPBACK}:${port} (prefix ${prefix})`);
+  deps.log(`${PEER_LABELS[name]} up at http://${LOOPBACK}:${port} (prefix ${prefix})`);
   return {
-    name: "bullmq",
+    name,
     base: `http://${LOOPBACK}:${port}`,
     procs,
-    facts: { store: "Redis (machine's, shared)", prefix },
+    facts: {
+      store: "Redis (machine's, shared)",
+      prefix,
+      runtime: runtime === "node" ? `Node ${nodeVersion()}, ioredis` : `Bun ${Bun.version}`,
+    },
     drain: (label, timeoutSec) =>
       waitEmpty(
         async () => {
           const counts = await queue.getJobCounts("waiting", "active", "delayed", "prioritized");
           return Object.values(counts).reduce((a, b) => a + b, 0);
         },
-        `BullMQ peer after ${label}`,
+        `${name} peer after ${label}`,
         deps,
         timeoutSec,
       ),
@@ -247,11 +277,18 @@ export async function startPgPeer(deps: PeerDeps): Promise<Peer> {
   };
 }
 
+function nodeVersion(): string {
+  const node = Bun.which("node");
+  return node ? Bun.spawnSync([node, "--version"]).stdout.toString().trim() : "?";
+}
+
 export function startPeer(name: PeerName, deps: PeerDeps): Promise<Peer> {
   if (name === "floor" || name === "floor-split")
     return startFloorPeer(deps, {
       name,
       waitEmpty: (count, what, timeoutSec) => waitEmpty(count, what, deps, timeoutSec),
     });
-  return name === "bullmq" ? startBullmqPeer(deps) : startPgPeer(deps);
+  if (name === "bullmq") return startBullmqPeer(deps, "bun");
+  if (name === "bullmq-node") return startBullmqPeer(deps, "node");
+  return startPgPeer(deps);
 }

@@ -75,7 +75,7 @@ function configText(
   return `
 index: { enabled: false }
 server: { host: ${LOOPBACK}, port: ${options.port} }
-admin: { host: ${LOOPBACK}, port: 0 }
+monitoring: { host: ${LOOPBACK}, port: 0 }
 nats: { url: "${options.natsUrl}", duplicate_window: 2m }
 log: { level: warn }
 clients:

@@ -312,6 +312,7 @@ export function goalInputs(r: BenchResults): GoalInputs {
   const perSystem = (hub: number | undefined, peer: (n: PeerName) => number | undefined) => ({
     hub,
     bullmq: peer("bullmq"),
+    bullmqNode: peer("bullmq-node"),
     pg: peer("pg"),
     floor: peer("floor"),
     floorSplit: peer("floor-split"),

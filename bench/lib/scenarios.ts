@@ -260,8 +260,8 @@ async function e2ePhase(
   // Every consumer's backlog (pending + ack-pending), peak, while the hub runs the closed loop.
   // Not in the open loop: each poll of /jsz costs nats-server about 4 ms with its locks held, and
   // polling every 200 ms (even every 2 s) took the hub's p99 at 500/s from about 6 to 8-21 ms in
-  // side-by-side runs, a cost no peer paid (docs/performance.md, "Latest results (issue 14, 2026-11-26 04:35 and
-  // 05:00)").
+  // side-by-side runs, a cost no peer paid (docs/history/performance.md, "2026-11-26 04:35 and
+  // 05:00 UTC").
   const backlog = who === "hub" && mode === "closed" ? watchBacklog(ctx.monitor) : undefined;
   const result = await measurePhase<E2eResult>(ctx, {
     run: () => e2e(ctx, spec),

@@ -2,17 +2,17 @@ import { Elysia } from "elysia";
 import { asAnswerable } from "../../shared/bus/index.ts";
 import {
   ClientDisconnectedError,
-  MethodNotAllowedError,
-  NotFoundError,
   problemResponse,
   SwitchyardError,
 } from "../../shared/errors/index.ts";
+import { refuseUndecodablePath } from "../../shared/http/index.ts";
 import { failedCallbacks, redeliverBulk, redeliverOne } from "./callback-routes.ts";
 import { consoleRoutes } from "./console.ts";
 import { type AdminContext, callerOf, json } from "./context.ts";
 import { cancelAsOperator, jobDetail, retryAsOperator, searchJobs } from "./jobs-routes.ts";
 import { counts, overview } from "./overview.ts";
 import { noQuery } from "./search.ts";
+import { createUnroutedAnswer } from "./unrouted.ts";
 
 export const ADMIN_PREFIX = "/admin/v1";
 
@@ -43,12 +43,14 @@ function secured(response: Response): Response {
  */
 export function createAdminApp(ctx: AdminContext) {
   const p = ADMIN_PREFIX;
+  const unrouted = createUnroutedAnswer({
+    prefix: p,
+    ...(ctx.config.console.enabled ? { consolePath: ctx.config.console.path } : {}),
+  });
   const app = new Elysia({ normalize: false })
     .onError(({ error: thrown, request, code }) => {
       const path = new URL(request.url).pathname;
-      if (code === "NOT_FOUND") {
-        return secured(problemResponse(new NotFoundError({ detail: `No such endpoint: ${path}` })));
-      }
+      if (code === "NOT_FOUND") return secured(problemResponse(unrouted(request), path));
       // NATS going away mid-request (a timeout, no responders, a leader change) is a 503 the
       // operator can retry, not a server error.
       const error = asAnswerable(thrown);
@@ -61,6 +63,7 @@ export function createAdminApp(ctx: AdminContext) {
       return secured(problemResponse(error, path));
     })
     .onAfterHandle(({ response }) => (response instanceof Response ? secured(response) : undefined))
+    .onTransform(refuseUndecodablePath)
     .get(`${p}/session`, async ({ request }) => {
       const caller = await callerOf(ctx, request);
       noQuery(request);
@@ -99,9 +102,7 @@ export function createAdminApp(ctx: AdminContext) {
     .get(`${p}/counts`, ({ request }) => counts(ctx, request))
     .get(`${p}/overview`, ({ request }) => overview(ctx, request))
     .all(`${p}/*`, ({ request }) => {
-      throw new MethodNotAllowedError({
-        detail: `${request.method} is not allowed on ${new URL(request.url).pathname}, or no such endpoint.`,
-      });
+      throw unrouted(request);
     });
   // The same instance, so the hooks above (errors, security headers) cover the console too.
   if (ctx.config.console.enabled) consoleRoutes(app as unknown as Elysia, ctx);

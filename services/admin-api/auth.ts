@@ -2,7 +2,8 @@ import type { KV } from "@nats-io/kv";
 import { loadMetaSecret } from "../../shared/bus/index.ts";
 import type { OperatorConfig, OperatorDirectory } from "../../shared/config/index.ts";
 import { RateLimitedError, UnauthorizedError } from "../../shared/errors/index.ts";
-import { CsrfError, ForbiddenError } from "../../shared/errors/operator.ts";
+import { CsrfError, ForbiddenError } from "./errors.ts";
+import { requireSameOrigin } from "./same-origin.ts";
 import {
   createSessions,
   expiryOf,
@@ -131,10 +132,7 @@ export function createOperatorAuth(deps: OperatorAuthDeps) {
     /** Refuses an unsafe request of a console session without its CSRF token or from elsewhere. */
     checkCsrf(request: Request, caller: OperatorCaller): void {
       if (caller.via !== "session") return;
-      const site = request.headers.get("sec-fetch-site");
-      if (site !== null && site !== "same-origin") {
-        throw new CsrfError({ detail: "Console actions must come from the console itself." });
-      }
+      requireSameOrigin(request, "Console actions must come from the console itself");
       const token = request.headers.get("x-csrf-token") ?? "";
       if (!caller.csrf || !sameText(token, caller.csrf)) {
         throw new CsrfError({ detail: "Missing or wrong X-CSRF-Token header." });

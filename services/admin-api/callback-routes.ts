@@ -1,19 +1,18 @@
 import { type RedeliveryResult, requestRedelivery } from "../../shared/callbacks/index.ts";
 import { InvalidRequestError, JobNotFoundError } from "../../shared/errors/index.ts";
-import { BulkTooLargeError } from "../../shared/errors/operator.ts";
 import type { JobFilter } from "../../shared/search/index.ts";
 import { requireOperatorRole } from "./auth.ts";
 import {
   type AdminContext,
   callerOf,
   json,
-  noBody,
   operatorName,
-  ownerOf,
   readBody,
   requireEventStore,
   requireStore,
 } from "./context.ts";
+import { BulkTooLargeError } from "./errors.ts";
+import { beginJobAction } from "./job-action.ts";
 import { searchJobs } from "./jobs-routes.ts";
 import { filterOf, invalid, noQuery, WHERE_KEYS } from "./search.ts";
 
@@ -41,15 +40,7 @@ export async function redeliverOne(
   request: Request,
   jobId: string,
 ): Promise<Response> {
-  const caller = await callerOf(ctx, request);
-  requireOperatorRole(caller);
-  ctx.auth.checkCsrf(request, caller);
-  noQuery(request);
-  await noBody(request);
-  requireEventStore(ctx);
-  const clientId = await ownerOf(ctx, jobId);
-  if (clientId === undefined)
-    throw new JobNotFoundError({ detail: `No job ${jobId.slice(0, 40)} exists.` });
+  const { caller, clientId } = await beginJobAction(ctx, request, jobId);
   const result = await requestRedelivery(
     { js: ctx.js, jsm: ctx.jsm, clock: ctx.clock, ids: ctx.ids },
     jobId,

@@ -6,9 +6,9 @@ import {
   NotFoundError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
-import { CsrfError } from "../../shared/errors/operator.ts";
 import type { OperatorCaller } from "./auth.ts";
 import { type AdminContext, callerOf, json, NO_STORE, readBody } from "./context.ts";
+import { requireSameOrigin } from "./same-origin.ts";
 import { noQuery } from "./search.ts";
 
 const ASSET_DIR = join(import.meta.dir, "console");
@@ -62,14 +62,6 @@ function withCookies(response: Response, cookies: readonly string[]): Response {
   return response;
 }
 
-/** Login and logout come from the console page itself, never from another site. */
-function sameOrigin(request: Request): void {
-  const site = request.headers.get("sec-fetch-site");
-  if (site !== null && site !== "same-origin") {
-    throw new CsrfError({ detail: "Log in from the console page itself." });
-  }
-}
-
 /**
  * The web console (docs/operations.md, "The console"): self-contained static files at
  * `console.path`, and its login (an operator token becomes a session cookie: HttpOnly,
@@ -99,7 +91,7 @@ export function consoleRoutes(app: Elysia, ctx: AdminContext): void {
     .post(
       `${base}/login`,
       async ({ request }) => {
-        sameOrigin(request);
+        requireSameOrigin(request, "Log in from the console page itself");
         noQuery(request);
         const body = (await readBody(request)) ?? {};
         const token = body.token;

@@ -1,6 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { requireConnected, TOPOLOGY } from "../../shared/bus/index.ts";
+import { requireConnected } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { Config, RouteTable } from "../../shared/config/index.ts";
 import {
@@ -9,9 +9,10 @@ import {
   NotFoundError,
   UnsupportedMediaTypeError,
 } from "../../shared/errors/index.ts";
-import { readBodyCapped } from "../../shared/http/json-body.ts";
+import { readBodyCapped } from "../../shared/http/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import { findJobClient, type JobRef } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { OperatorAuth, OperatorCaller } from "./auth.ts";
@@ -35,7 +36,7 @@ export interface AdminContext {
   /** The address a request is attributed to (the ingress's rule, trusted proxies included). */
   readonly addressOf: (request: Request) => string;
   /** Passed to cancels made here (shared/actions CancelDeps `appended`): read-your-writes. */
-  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
+  readonly appended?: (ref: JobRef, seq: number) => void;
 }
 
 export const NO_STORE = { "cache-control": "no-store" };
@@ -137,10 +138,7 @@ export async function ownerOf(ctx: AdminContext, jobId: string): Promise<string 
     const found = page.views[0]?.client_id;
     if (found) return found;
   }
-  const info = await ctx.jsm.streams.info(TOPOLOGY.eventsStream, {
-    subjects_filter: `sy.evt.*.${jobId}.run`,
-  });
-  return Object.keys(info.state.subjects ?? {})[0]?.split(".")[2];
+  return findJobClient(ctx.jsm, jobId);
 }
 
 /** The audit name of an operator in events that take a free-text requester. */

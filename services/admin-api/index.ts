@@ -8,6 +8,7 @@ import {
 } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
+import type { JobRef } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { ADMIN_PREFIX, operatorSurface } from "./app.ts";
@@ -36,10 +37,13 @@ export interface OperatorSurfaceDeps {
   readonly ids: IdGenerator;
   readonly logger: Logger;
   /** Read-your-writes for cancels made here (the ingress's job reader). */
-  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
+  readonly appended?: (ref: JobRef, seq: number) => void;
 }
 
-/** The operator API and console as the ingress mounts them (services/ingress/index.ts). */
+/**
+ * The operator API and console as the runtime mounts them on the ingress's server
+ * (services/runtime/operator.ts).
+ */
 export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
   const { hub, config } = deps;
   const auth = createOperatorAuth({

@@ -1,27 +1,19 @@
 import { cancelJob, retryJob } from "../../shared/actions/index.ts";
-import {
-  JobFinalError,
-  JobNotFoundError,
-  RequestConflictError,
-} from "../../shared/errors/index.ts";
-import { JobNotRetryableError } from "../../shared/errors/operator.ts";
+import { JobFinalError, RequestConflictError } from "../../shared/errors/index.ts";
 import { foldHistory, readJobHistory } from "../../shared/jobs/index.ts";
 import { encodeCursor, listHeaders } from "../../shared/search/index.ts";
-import { requireOperatorRole } from "./auth.ts";
 import {
   type AdminContext,
   callerOf,
   json,
-  noBody,
   ownerOf,
   requireEventStore,
   requireStore,
 } from "./context.ts";
+import { JobNotRetryableError } from "./errors.ts";
+import { beginJobAction, jobNotFound } from "./job-action.ts";
 import { adminJob, callbackAttempts, timelineEntry } from "./redact.ts";
 import { noQuery, parseSearch } from "./search.ts";
-
-const notFound = (jobId: string) =>
-  new JobNotFoundError({ detail: `No job ${jobId.slice(0, 40)} exists.` });
 
 /** GET /admin/v1/jobs: search across clients, newest first, keyset pages. */
 export async function searchJobs(ctx: AdminContext, request: Request): Promise<Response> {
@@ -53,10 +45,10 @@ export async function jobDetail(
   noQuery(request);
   requireEventStore(ctx);
   const clientId = await ownerOf(ctx, jobId);
-  if (clientId === undefined) throw notFound(jobId);
-  const history = await readJobHistory(ctx.jsm, { clientId, jobId });
+  if (clientId === undefined) throw jobNotFound(jobId);
+  const history = await readJobHistory(ctx.jsm, { client_id: clientId, job_id: jobId });
   const view = foldHistory(history);
-  if (view === null) throw notFound(jobId);
+  if (view === null) throw jobNotFound(jobId);
   const payloads = caller.operator.read_payloads;
   return json({
     job: adminJob(view, payloads),
@@ -75,14 +67,7 @@ export async function cancelAsOperator(
   request: Request,
   jobId: string,
 ): Promise<Response> {
-  const caller = await callerOf(ctx, request);
-  requireOperatorRole(caller);
-  ctx.auth.checkCsrf(request, caller);
-  noQuery(request);
-  await noBody(request);
-  requireEventStore(ctx);
-  const clientId = await ownerOf(ctx, jobId);
-  if (clientId === undefined) throw notFound(jobId);
+  const { caller, clientId } = await beginJobAction(ctx, request, jobId);
   const outcome = await cancelJob(
     {
       nc: ctx.nc,
@@ -103,7 +88,7 @@ export async function cancelAsOperator(
   );
   switch (outcome.kind) {
     case "unknown":
-      throw notFound(jobId);
+      throw jobNotFound(jobId);
     case "final":
       throw new JobFinalError({
         detail: `The job already ended with status ${outcome.job.status}; nothing to cancel.`,
@@ -121,14 +106,7 @@ export async function retryAsOperator(
   request: Request,
   jobId: string,
 ): Promise<Response> {
-  const caller = await callerOf(ctx, request);
-  requireOperatorRole(caller);
-  ctx.auth.checkCsrf(request, caller);
-  noQuery(request);
-  await noBody(request);
-  requireEventStore(ctx);
-  const clientId = await ownerOf(ctx, jobId);
-  if (clientId === undefined) throw notFound(jobId);
+  const { caller, clientId } = await beginJobAction(ctx, request, jobId);
   const outcome = await retryJob(
     { js: ctx.js, jsm: ctx.jsm, clock: ctx.clock, ids: ctx.ids, deriveJobId: ctx.deriveJobId },
     { clientId, jobId, by: { kind: "operator", id: caller.operator.id } },
@@ -139,7 +117,7 @@ export async function retryAsOperator(
   );
   switch (outcome.kind) {
     case "unknown":
-      throw notFound(jobId);
+      throw jobNotFound(jobId);
     case "not_retryable":
       throw new JobNotRetryableError({
         detail: `The job is ${outcome.status}; only a job that ended in error or rejected can be retried.`,

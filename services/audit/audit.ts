@@ -5,12 +5,14 @@ import {
   type AuditRecord,
   type ChainReport,
   compareViews,
+  type ExpectedSpan,
   Replayer,
   type ViewDivergence,
   verifyChain,
 } from "../../shared/audit/index.ts";
 import { checkEvent, EVENT_SUBJECT_ROOT, readStream } from "../../shared/bus/index.ts";
 import type { JobView } from "../../shared/domain/index.ts";
+import { jobRefOfSubject, jobViewKey } from "../../shared/jobs/index.ts";
 
 const decoder = new TextDecoder();
 
@@ -54,6 +56,8 @@ export async function auditRecords(
     /** The search index's rows (issue 16): compared like the views. */
     index?: AsyncIterable<JobView>;
     publicKey?: CryptoKey | KeyObject;
+    /** The sequences the records should span (the live stream's), so missing ends are found. */
+    expected?: ExpectedSpan;
   },
 ): Promise<AuditReport> {
   const replayer = new Replayer();
@@ -62,9 +66,9 @@ export async function auditRecords(
     for await (const record of records) {
       if (record.subject.startsWith(`${EVENT_SUBJECT_ROOT}.`)) {
         events++;
-        const parts = record.subject.split(".");
+        const ref = jobRefOfSubject(record.subject);
         try {
-          replayer.apply(`${parts[2]}.${parts[3]}`, record.seq, checkEvent(record.value));
+          if (ref) replayer.apply(jobViewKey(ref), record.seq, checkEvent(record.value));
         } catch {
           // An undecodable event is reported by the chain check if it was altered; the
           // projector terminates such messages too, so it is not part of any view.
@@ -73,7 +77,7 @@ export async function auditRecords(
       yield record;
     }
   }
-  const chain = await verifyChain(tap(), options.publicKey);
+  const chain = await verifyChain(tap(), options.publicKey, options.expected);
   const divergences = options.views ? compareViews(replayer.states, options.views) : [];
   const indexDivergences = options.index
     ? compareViews(replayer.states, await indexRows(options.index, replayer))
@@ -96,7 +100,7 @@ async function indexRows(
   }
   const out = new Map<string, unknown>();
   for await (const row of rows) {
-    const key = `${row.client_id}.${row.job_id}`;
+    const key = jobViewKey(row);
     if (replayer.states.has(key) || row.created_at >= oldest) out.set(key, row);
   }
   return out;

@@ -1,15 +1,14 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
-import { appendEvent } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
 import {
   type AttemptRecord,
   afterAttempt,
   type DeliveryTrigger,
-  type JobEvent,
   recordAttempt,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { appendEvent, newEvent } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";
@@ -92,15 +91,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
   const nowMs = () => deps.clock.now().getTime();
 
   const append = async (d: Delivery, record: AttemptRecord): Promise<number | undefined> => {
-    const event = {
-      id: deps.ids.next("evt"),
-      type: record.type,
-      schema_version: 1,
-      job_id: d.job.job_id,
-      client_id: d.job.client_id,
-      occurred_at: deps.clock.now().toISOString(),
-      data: record.data,
-    } as JobEvent;
+    const event = newEvent(deps, d.job, record);
     const result = await appendEvent(deps.js, event, {
       expectedLastSubjectSeq: d.cbSeq,
       ...(d.traceparent ? { traceparent: d.traceparent } : {}),
@@ -200,5 +191,3 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     return { kind: "settled" };
   };
 }
-
-export type AttemptRunner = ReturnType<typeof createAttemptRunner>;

@@ -1,4 +1,6 @@
+import type { JetStreamManager } from "@nats-io/jetstream";
 import type { FinalEvent, JobErrorInfo, JobStatus, RunSummary } from "../../shared/domain/index.ts";
+import { readLastEvent } from "../../shared/jobs/index.ts";
 import type { FinalJobStatus, JobCompletedEvent } from "../../shared/webhooks/index.ts";
 
 /** Largest callback body sent; receivers commonly cap webhook bodies near 20 kB. */
@@ -106,4 +108,21 @@ export function buildCallbackBody(view: CompletedJob, limit = MAX_CALLBACK_BODY_
       ? { ...marked, data: withoutOutput }
       : { ...marked, data: { ...marked.data, output: cut } },
   );
+}
+
+/** The run summary of a final event: carried by it, or (0.1 events, reports) read from `.run`. */
+export async function runSummaryOf(
+  jsm: JetStreamManager,
+  event: FinalEvent,
+): Promise<RunSummary | undefined> {
+  if (event.data.run !== undefined) return event.data.run;
+  const run = await readLastEvent(jsm, event, "run");
+  if (run?.event.type !== "run.requested") return undefined;
+  const { data } = run.event;
+  return {
+    request_id: data.request_id,
+    route: data.route,
+    created_at: run.event.occurred_at,
+    ...(data.callback_url === undefined ? {} : { callback_url: data.callback_url }),
+  };
 }

@@ -4,14 +4,12 @@ import type {
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  appendEvent,
   decodeEvent,
   EVENT_TYPE_HEADER,
   ensureDurable,
   PoisonMessageError,
-  readLastEvent,
-  subjectFilters,
   TOPOLOGY,
   TRACEPARENT_HEADER,
 } from "../../shared/bus/index.ts";
@@ -24,13 +22,12 @@ import {
   type FinalEvent,
   isFinalEvent,
   isFinalEventType,
-  type JobEvent,
-  type RunSummary,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { appendEvent, newEvent, readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { headerOf } from "../../shared/nats/headers.ts";
+import { headerOf } from "../../shared/nats/index.ts";
 import {
   type ConnectionPool,
   createConnectionPool,
@@ -49,7 +46,8 @@ import {
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createAttemptRunner, type Delivery, type DeliveryEnd } from "./delivery.ts";
 import { createLanes, destinationOf } from "./lanes.ts";
-import { completedJobOf } from "./payload.ts";
+import { completedJobOf, runSummaryOf } from "./payload.ts";
+import { createJobGate, createSeenMark } from "./repeats.ts";
 import { ackWaitMs, type CallbackSettings } from "./settings.ts";
 
 /** A queue entry woken this close to its due time is taken rather than parked again. */
@@ -61,6 +59,8 @@ const DEFER_MAX_MS = 5 * 60_000;
 export interface CallbackServiceDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  /** The connection's status: after a reconnect, earlier final events may be delivered again. */
+  readonly nc: Pick<NatsConnection, "status">;
   readonly settings: CallbackSettings;
   /** The client's config; its secrets are read at every attempt, so each attempt signs with all active ones. */
   readonly client: (clientId: string) => ClientConfig | undefined;
@@ -87,8 +87,9 @@ export interface CallbackService {
 
 /**
  * Delivers signed completion callbacks (docs/callbacks.md). The durable `callback` takes final
- * job events from `.job`; a first delivery needs no read at all: the final event carries the run
- * summary (callback_url, request_id, route) and nothing is on `.cb` yet, and a delivery that
+ * job events from `.job`; a first delivery of an event stored since this process last connected
+ * needs no read: the final event carries the run summary (callback_url, request_id, route) and
+ * nothing is on `.cb` yet (older ones are checked against `.cb`: repeats.ts); a delivery that
  * succeeds is recorded as one `callback.delivered`. Attempts run in per-destination lanes under a
  * global cap. Everything that must wait — a retry, a delivery its lane cannot hold, an operator's
  * redelivery — waits in the SWITCHYARD_CALLBACKS work queue, never in the `callback` consumer,
@@ -110,6 +111,14 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     connections,
   });
   let keepAlive: ReturnType<typeof setInterval> | undefined;
+  const seen = createSeenMark({ jsm: deps.jsm, nc: deps.nc, logger });
+  const gate = createJobGate();
+  /** Hands a delivery to its lane, or, while another of the same job runs here, puts it back. */
+  const submit = (d: Delivery) => {
+    if (gate.enter(d.job)) lanes.submit(d);
+    else d.msg.nak(Math.max(1_000, settings.timeoutMs));
+  };
+  const release = (d: Delivery) => gate.leave(d.job);
 
   const enqueue = async (d: Delivery, dueAt: number, deferrals: number) => {
     const entry: CallbackWakeup = {
@@ -136,13 +145,15 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   const defer = (d: Delivery) => {
     const backoff = DEFER_BASE_MS * 2 ** d.deferrals;
     const waitMs = Math.min(Math.max(backoff, lanes.estimatedWaitMs(d.destination)), DEFER_MAX_MS);
-    enqueue(d, nowMs() + waitMs, d.deferrals + 1).then(
-      () => d.msg.ack(),
-      (err: unknown) => {
-        logger.warn({ err: (err as Error).message }, "could not defer a callback; will retry");
-        d.msg.nak(1_000);
-      },
-    );
+    enqueue(d, nowMs() + waitMs, d.deferrals + 1)
+      .then(
+        () => d.msg.ack(),
+        (err: unknown) => {
+          logger.warn({ err: (err as Error).message }, "could not defer a callback; will retry");
+          d.msg.nak(1_000);
+        },
+      )
+      .finally(() => release(d));
   };
 
   const lanes = createLanes<Delivery>({
@@ -156,24 +167,12 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       } catch (err) {
         logger.error({ err: (err as Error).message }, "callback attempt failed; will retry");
         d.msg.nak(1_000);
+      } finally {
+        release(d);
       }
     },
     overflow: defer,
   });
-
-  /** The run summary of a final event: carried by it, or (0.1 events, reports) read from `.run`. */
-  const summaryOf = async (event: FinalEvent): Promise<RunSummary | undefined> => {
-    if (event.data.run !== undefined) return event.data.run;
-    const run = await readLastEvent(deps.jsm, event.client_id, event.job_id, "run");
-    if (run?.event.type !== "run.requested") return undefined;
-    const { data } = run.event;
-    return {
-      request_id: data.request_id,
-      route: data.route,
-      created_at: run.event.occurred_at,
-      ...(data.callback_url === undefined ? {} : { callback_url: data.callback_url }),
-    };
-  };
 
   /** Carries out a step decided from the `.cb` log; the delivery to run, if it is an attempt. */
   const applyStep = async (
@@ -189,18 +188,16 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         return undefined;
       case "finish": {
         // 0.1 recorded an attempt and its outcome separately; a crash between them ends here.
-        const event = {
-          id: deps.ids.next("evt"),
-          type: step.outcome === "delivered" ? "callback.delivered" : "callback.failed",
-          schema_version: 1,
-          job_id: d.job.job_id,
-          client_id: d.job.client_id,
-          occurred_at: deps.clock.now().toISOString(),
-          data:
-            step.outcome === "delivered"
-              ? { attempts: step.attempts }
-              : { attempts: step.attempts, reason: step.reason ?? "exhausted" },
-        } as JobEvent;
+        const event =
+          step.outcome === "delivered"
+            ? newEvent(deps, d.job, {
+                type: "callback.delivered",
+                data: { attempts: step.attempts },
+              })
+            : newEvent(deps, d.job, {
+                type: "callback.failed",
+                data: { attempts: step.attempts, reason: step.reason ?? "exhausted" },
+              });
         const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: d.cbSeq });
         if (result.kind === "conflict") d.msg.nak(1_000);
         else d.msg.ack();
@@ -228,7 +225,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     readonly traceparent?: string | undefined;
   }): Promise<Delivery | undefined> => {
     const { msg, event } = input;
-    const run = await summaryOf(event);
+    const run = await runSummaryOf(deps.jsm, event);
     if (run?.callback_url === undefined) {
       msg.ack();
       return undefined;
@@ -245,7 +242,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       ...(traceparent ? { traceparent } : {}),
     };
     if (!input.fromLog) return { ...base, attempt: 1, cbSeq: 0 };
-    const last = await readLastEvent(deps.jsm, event.client_id, event.job_id, "cb");
+    const last = await readLastEvent(deps.jsm, event, "cb");
     const step = decideCallbackStep(input.trigger, last, nowMs());
     return applyStep(step, { ...base, cbSeq: last?.seq ?? 0 });
   };
@@ -261,10 +258,11 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       finalSeq: msg.seq,
       trigger: { kind: "original" },
       deferrals: 0,
-      // A redelivered final event may have attempts recorded already.
-      fromLog: msg.info.redelivered,
+      // A redelivered final event may have attempts recorded already, and so may one the
+      // consumer delivers as new after nats-server restarted (repeats.ts).
+      fromLog: msg.info.redelivered || seen.mayRepeat(msg.seq),
     });
-    if (delivery) lanes.submit(delivery);
+    if (delivery) submit(delivery);
   };
 
   const onQueueEntry = async (msg: JsMsg): Promise<void> => {
@@ -292,7 +290,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       fromLog: true,
       traceparent: stored?.header.get(TRACEPARENT_HEADER),
     });
-    if (delivery) lanes.submit(delivery);
+    if (delivery) submit(delivery);
   };
 
   /** Messages 0.1 parked in the callback consumer (retries waiting for their time). */
@@ -336,6 +334,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   return {
     async start() {
       await ensureScheduleStreams(deps.jsm, { replicas: deps.replicas ?? 1 });
+      await seen.start();
       const waitingBound = settings.maxWaitingPerDestination * 8;
       await ensureDurable(deps.jsm, {
         name: TOPOLOGY.consumers.callback,
@@ -380,8 +379,12 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       await Promise.all(streams.map((m) => m.close()));
       await Promise.all(loops);
       // Deliveries still waiting for a lane go back to JetStream for the next process.
-      for (const d of lanes.drain()) d.msg.nak();
+      for (const d of lanes.drain()) {
+        release(d);
+        d.msg.nak();
+      }
       await lanes.idle();
+      seen.stop();
       clearInterval(keepAlive);
       if (deps.connections === undefined) connections.close();
     },

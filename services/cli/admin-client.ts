@@ -3,7 +3,7 @@
  * operators need neither the hub's secrets nor NATS access (docs/operations.md, "Operators").
  */
 export interface AdminClientConfig {
-  /** The hub's base URL, e.g. https://switchyard.example.com (SWITCHYARD_ADMIN_URL or --url). */
+  /** The hub's base URL, e.g. https://switchyard.example.com (operator-command.ts locateOperatorApi). */
   readonly baseUrl: string;
   /** An operator token (SWITCHYARD_OPERATOR_TOKEN): never on the command line, where ps shows it. */
   readonly token: string;

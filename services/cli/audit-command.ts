@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { exportPKCS8, exportSPKI, generateKeyPair, importSPKI } from "jose";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { auditRecords, fileRecords, readViews, streamRecords } from "../audit/index.ts";
@@ -48,9 +49,12 @@ export async function runAuditVerify(
     const hub = await connect(values["nats-url"]);
     const index = await openIndex?.();
     try {
+      // The span before reading: what is appended meanwhile lies after it and is read too.
+      const { state } = await hub.jsm.streams.info(TOPOLOGY.eventsStream);
       const views = await readViews(hub.jobs);
       report = await auditRecords(streamRecords(hub.js), {
         views,
+        expected: { firstSeq: state.first_seq, lastSeq: state.last_seq },
         ...(index ? { index: index.scan(1_000) } : {}),
         ...(publicKey ? { publicKey } : {}),
       });

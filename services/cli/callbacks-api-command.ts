@@ -12,7 +12,8 @@ export const CALLBACKS_API_USAGE = `usage: switchyard callbacks failed [--where 
        switchyard callbacks redeliver <job_id>
        switchyard callbacks redeliver --where key=value... [--dry-run] [--yes]
   keys: client, status, route, error_code, tenant, request_id, created_after, created_before
-  env:  SWITCHYARD_ADMIN_URL (or --url), SWITCHYARD_OPERATOR_TOKEN`;
+  hub:   --url, else SWITCHYARD_ADMIN_URL, else SWITCHYARD_URL, else the switchyard up in this folder
+  token: SWITCHYARD_OPERATOR_TOKEN`;
 
 /** `--where` pairs as the bulk action's `where` object (a repeated key becomes a list). */
 function whereObject(pairs: readonly string[]): Record<string, string | string[]> {

@@ -10,21 +10,28 @@ import { parse as parseYaml } from "yaml";
 import {
   type Config,
   ConfigError,
+  type ConfigIssue,
   loadConfigFile,
   parseConfig,
 } from "../../shared/config/index.ts";
 import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
-import { runningHub } from "./data-dir.ts";
+import { DATA_DIR, runningHub } from "./data-dir.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** Where the data directory of `switchyard up` is: ./.data of the working directory. */
-export const DATA_DIR = ".data";
+export { DATA_DIR };
 
 /** The config file path: SWITCHYARD_CONFIG, else ./switchyard.yaml. */
 export function configPath(env: Env): string {
   return resolve(env.SWITCHYARD_CONFIG || "switchyard.yaml");
+}
+
+export interface LoadHooks {
+  /** Receives the paths of the files read for `${file:…}` (a reload watches them). */
+  readonly filesRead?: (paths: readonly string[]) => void;
+  /** Receives what the file should change but that still works (a key under a former name). */
+  readonly notices?: (notices: readonly ConfigIssue[]) => void;
 }
 
 /**
@@ -34,7 +41,7 @@ export function configPath(env: Env): string {
 export async function loadConfig(
   env: Env,
   required: boolean,
-  filesRead?: (paths: readonly string[]) => void,
+  hooks: LoadHooks = {},
 ): Promise<Config | undefined> {
   const path = configPath(env);
   if (!existsSync(path)) {
@@ -45,7 +52,7 @@ export async function loadConfig(
     }
     return undefined;
   }
-  const config = await loadConfigFile(path, env, filesRead ? { filesRead } : {});
+  const config = await loadConfigFile(path, env, hooks);
   return env.NATS_URL ? { ...config, nats: { ...config.nats, url: env.NATS_URL } } : config;
 }
 

@@ -8,6 +8,8 @@ import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } 
 import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 
+/** Where the data directory of `switchyard up` is: ./.data of the working directory. */
+export const DATA_DIR = ".data";
 export const LOCK_FILE = "switchyard.lock";
 export const HUB_FILE = "hub.json";
 
@@ -19,8 +21,10 @@ export interface HubRecord {
   /** The embedded nats-server, when `up` started one. */
   readonly nats_pid?: number;
   readonly store_dir?: string;
+  /** The API's base URL: the Client API, and the operator API under /admin/v1. */
   readonly api_url?: string;
-  readonly admin_url?: string;
+  /** healthz, readyz and metrics (config key `monitoring`). */
+  readonly monitoring_url?: string;
   readonly started_at: string;
 }
 

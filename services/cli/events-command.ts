@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { readStream, subjectFilters } from "../../shared/bus/index.ts";
+import { readStream } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import { EVENTS_OPTIONS } from "./options.ts";
 
 export interface CommandIo {
@@ -19,7 +20,8 @@ interface EventFilter {
 }
 
 function subjectFor(filter: EventFilter): string | undefined {
-  if (filter.client && filter.job) return subjectFilters.job(filter.client, filter.job);
+  if (filter.client && filter.job)
+    return subjectFilters.job({ client_id: filter.client, job_id: filter.job });
   if (filter.job) return subjectFilters.anyClientJob(filter.job);
   if (filter.client) return subjectFilters.client(filter.client);
   return undefined;
@@ -38,9 +40,27 @@ function pretty(seq: number, time: string, value: Record<string, unknown>): stri
   return `${String(seq).padStart(8)}  ${time}  ${String(value.type ?? "?").padEnd(18)}  ${String(value.client_id ?? "-").padEnd(12)}  ${String(value.job_id ?? "-").padEnd(26)}  ${detail}\n`;
 }
 
+/** What is wrong with the values of the flags, before anything connects; undefined: nothing. */
+export function eventsArgsProblem(values: Readonly<Record<string, unknown>>): string | undefined {
+  for (const name of ["since", "until"] as const) {
+    const given = values[name];
+    if (typeof given === "string" && Number.isNaN(new Date(given).getTime())) {
+      return `--${name} takes an RFC 3339 time, got '${given}'`;
+    }
+  }
+  for (const name of ["limit", "from-seq"] as const) {
+    const given = values[name];
+    if (typeof given === "string" && !/^[1-9][0-9]*$/.test(given)) {
+      return `--${name} takes a whole number from 1, got '${given}'`;
+    }
+  }
+  return undefined;
+}
+
 /**
  * `switchyard events`: the event stream as NDJSON ({seq, subject, time, event}) or a table, filtered
- * by job, client, type and time. `--from-seq` resumes an export (the last line's seq + 1).
+ * by job, client, type and time. `--from-seq` resumes an export (the last line's seq + 1). The
+ * caller has refused what {@link eventsArgsProblem} finds, before connecting.
  */
 export async function runEventsCommand(
   argv: string[],
@@ -50,15 +70,6 @@ export async function runEventsCommand(
   const { values } = parseArgs({ args: argv, options: EVENTS_OPTIONS, strict: true });
   const since = values.since ? new Date(values.since) : undefined;
   const until = values.until ? new Date(values.until) : undefined;
-  for (const [name, date] of [
-    ["since", since],
-    ["until", until],
-  ] as const) {
-    if (date && Number.isNaN(date.getTime())) {
-      io.stderr(`--${name} must be an RFC 3339 time\n`);
-      return 2;
-    }
-  }
   const limit = values.limit ? Number(values.limit) : Number.POSITIVE_INFINITY;
   const fromSeq = values["from-seq"] ? Number(values["from-seq"]) : undefined;
   const filter: EventFilter = {

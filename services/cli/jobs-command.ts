@@ -28,7 +28,8 @@ export const JOBS_USAGE = `usage: switchyard jobs list [--where key=value]... [-
        switchyard jobs cancel <job_id>
        switchyard jobs retry <job_id>
   keys: client, status, route, error_code, tenant, callback, request_id, created_after, created_before
-  env:  SWITCHYARD_ADMIN_URL (or --url), SWITCHYARD_OPERATOR_TOKEN`;
+  hub:   --url, else SWITCHYARD_ADMIN_URL, else SWITCHYARD_URL, else the switchyard up in this folder
+  token: SWITCHYARD_OPERATOR_TOKEN`;
 
 export class OperatorUsageError extends Error {}
 
@@ -45,18 +46,50 @@ export function whereQuery(pairs: readonly string[]): URLSearchParams {
 
 const pad = (text: string, width: number) => text.slice(0, width).padEnd(width);
 
-/** One line per job: a table on a terminal, JSON lines in a pipe. */
-export function printJobs(jobs: readonly AdminJob[], io: OperatorIo): void {
+/** The columns of the table on a terminal: a header and its width (the last one unpadded). */
+const COLUMNS = [
+  ["JOB", 27],
+  ["CLIENT", 14],
+  ["ROUTE", 22],
+  ["STATUS", 10],
+  ["ERROR", 20],
+  ["CALLBACK", 12],
+  ["CREATED", 0],
+] as const;
+
+function row(cells: readonly string[]): string {
+  return `${cells.map((cell, i) => (COLUMNS[i]?.[1] ? pad(cell, COLUMNS[i][1]) : cell)).join(" ")}\n`;
+}
+
+export interface PrintJobsOptions {
+  readonly io: OperatorIo;
+  /** The table's header row goes first (the first page of a listing). */
+  readonly header: boolean;
+}
+
+/** One line per job: a table with a header row on a terminal, JSON lines in a pipe. */
+export function printJobs(jobs: readonly AdminJob[], options: PrintJobsOptions): void {
+  const { io } = options;
   if (!io.isTTY) {
     for (const job of jobs) io.stdout(`${JSON.stringify(job)}\n`);
     return;
   }
+  if (options.header) io.stdout(row(COLUMNS.map(([name]) => name)));
   for (const job of jobs) {
     const callback = job.callback ? `${job.callback.status}/${job.callback.attempts}` : "-";
     io.stdout(
-      `${pad(job.job_id, 27)} ${pad(job.client_id, 14)} ${pad(job.route, 22)} ${pad(job.status, 10)} ${pad(job.error?.code ?? "-", 20)} ${pad(callback, 12)} ${job.created_at}\n`,
+      row([
+        job.job_id,
+        job.client_id,
+        job.route,
+        job.status,
+        job.error?.code ?? "-",
+        callback,
+        job.created_at,
+      ]),
     );
   }
+  if (options.header && jobs.length === 0) io.stdout("(no jobs match)\n");
 }
 
 async function list(client: AdminClient, args: string[], io: OperatorIo, path = "/jobs") {
@@ -73,10 +106,10 @@ async function list(client: AdminClient, args: string[], io: OperatorIo, path = 
   const query = whereQuery(values.where ?? []);
   if (values.limit) query.set("limit", values.limit);
   let cursor = values.cursor;
-  for (;;) {
+  for (let first = true; ; first = false) {
     if (cursor) query.set("cursor", cursor);
     const page = await client.get<{ jobs: AdminJob[]; next_cursor: string | null }>(path, query);
-    printJobs(page.body.jobs, io);
+    printJobs(page.body.jobs, { io, header: first });
     cursor = page.body.next_cursor ?? undefined;
     if (!values.all || cursor === undefined) break;
   }

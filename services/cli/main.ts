@@ -4,10 +4,8 @@
  * into typed values and hands them to the commands. Every command takes --help / -h (help, exit
  * 0); unknown flags and arguments are usage errors (exit 2).
  */
-import { randomBytes } from "node:crypto";
-import { hashToken } from "../../shared/auth/index.ts";
 import { type CommandSpec, parseCommand, UsageError } from "./args.ts";
-import { exitWhenFlushed } from "./exit.ts";
+import { endWhenReaderGoes, exitWhenFlushed } from "./exit.ts";
 import { isOperatorCommand, runOperatorCommand } from "./operator-command.ts";
 import { AUDIT_VERIFY_OPTIONS, EVENTS_OPTIONS, SERVICE_NAMES } from "./options.ts";
 
@@ -19,7 +17,7 @@ const USAGE = `usage: switchyard <command> [--help]
 
   up                          run every service in one process (embedded nats-server if NATS_URL is unset)
   serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
-  token new <client>          print a new client token once, and the hash for the config
+  token new <id> [--operator] print a new client (or operator) token once, and the hash for the config
   projector rebuild           recreate the job view from the event stream (refused while a projector runs)
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
@@ -35,9 +33,10 @@ const USAGE = `usage: switchyard <command> [--help]
 
 Commands find the hub as 'up' does: NATS_URL, else the 'switchyard up' running in this folder
 (./.data/hub.json), else nats.url of the config file. They never create streams. The operator
-commands (jobs, callbacks failed, callbacks redeliver --where) use the operator API instead.
+commands (jobs, callbacks failed, callbacks redeliver --where) use the operator API instead: --url,
+else SWITCHYARD_ADMIN_URL, else SWITCHYARD_URL, else the 'switchyard up' running in this folder.
 environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN,
-  SWITCHYARD_ADMIN_URL and SWITCHYARD_OPERATOR_TOKEN (the operator commands)`;
+  SWITCHYARD_URL or SWITCHYARD_ADMIN_URL, and SWITCHYARD_OPERATOR_TOKEN (the operator commands)`;
 
 const stdio = {
   stdout: (text: string) => void process.stdout.write(text),
@@ -56,7 +55,8 @@ const SPECS = {
   },
   "token new": {
     usage:
-      "usage: switchyard token new <client>\n\n  prints a new random token once, and the SHA-256 for clients[].token_sha256",
+      "usage: switchyard token new <id> [--operator]\n\n  prints a new random token once, and the SHA-256 for clients[].token_sha256\n  --operator  for operators[].token_sha256 (implied by an id with '.' or '@', which only operators may have)",
+    options: { operator: { type: "boolean" } },
     positionals: { min: 1, max: 1 },
   },
   "projector rebuild": {
@@ -69,8 +69,18 @@ const SPECS = {
     positionals: { min: 1, max: 1 },
   },
   events: {
-    usage:
-      "usage: switchyard events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]",
+    usage: `usage: switchyard events [options]
+
+  the event stream as NDJSON, one {"seq", "subject", "time", "event"} per line (or a table), then stop
+  --job <job_id>         one job's events (job_…)
+  --client <client_id>   one client's events
+  --type <event type>    one type, e.g. run.requested, job.done, job.error, callback.delivered
+  --since <time>         events that occurred at or after an RFC 3339 time, e.g. 2026-11-01T00:00:00Z
+  --until <time>         events that occurred at or before an RFC 3339 time
+  --from-seq <n>         start at stream sequence n (resume an export: the last line's seq + 1)
+  --limit <n>            stop after n events
+  --follow               keep printing new events until Ctrl-C
+  --pretty               a table for people instead of NDJSON (a run's input is left out)`,
     options: EVENTS_OPTIONS,
   },
   "audit verify": {
@@ -79,7 +89,13 @@ const SPECS = {
     options: AUDIT_VERIFY_OPTIONS,
   },
   "audit keygen": { usage: "usage: switchyard audit keygen" },
-  status: { usage: "usage: switchyard status" },
+  status: {
+    usage: `usage: switchyard status
+
+  takes no options: the nats-server version, the streams and their consumers (pending, ack
+  pending, redelivered), the KV buckets, the projector's and the search index's lag, jobs by status.
+  Finds the hub as every command does: NATS_URL, else ./.data/hub.json, else nats.url of the config file`,
+  },
   "index rebuild": {
     usage:
       "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again (stop the indexer service first; needs the config file)",
@@ -136,23 +152,11 @@ function commandOf(argv: readonly string[]): { name: CommandName; args: string[]
   return { name: first as CommandName, args: [second, ...rest].filter((a) => a !== undefined) };
 }
 
-function tokenNew(client: string): number {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(client)) {
-    throw new UsageError(
-      "a client id is [A-Za-z0-9_-], up to 64 characters",
-      SPECS["token new"].usage,
-    );
-  }
-  const token = `sy_${client}_${randomBytes(32).toString("base64url")}`;
-  stdio.stdout(
-    [
-      `token (shown once; give it to the client, store it nowhere else): ${token}`,
-      "add the hash to the client's token_sha256 list in switchyard.yaml:",
-      `  - id: ${client}`,
-      `    token_sha256: ["${hashToken(token)}"]`,
-      "",
-    ].join("\n"),
-  );
+async function tokenNew(id: string, operator: boolean): Promise<number> {
+  const { newToken } = await import("./token-command.ts");
+  const result = newToken({ id, operator });
+  if (!result.ok) throw new UsageError(result.problem, SPECS["token new"].usage);
+  stdio.stdout(result.text);
   return 0;
 }
 
@@ -226,7 +230,14 @@ const operatorIo = {
   },
 };
 
-async function run(name: CommandName, args: string[], positionals: string[]): Promise<number> {
+/** A command's arguments as parseCommand read them against its spec. */
+interface ParsedArgs {
+  readonly positionals: readonly string[];
+  readonly values: Readonly<Record<string, unknown>>;
+}
+
+async function run(name: CommandName, args: string[], parsed: ParsedArgs): Promise<number> {
+  const { positionals } = parsed;
   switch (name) {
     case "up":
       await (await import("./run-commands.ts")).up(env, stdio.stdout);
@@ -240,13 +251,15 @@ async function run(name: CommandName, args: string[], positionals: string[]): Pr
       return -1;
     }
     case "token new":
-      return tokenNew(positionals[0] as string);
+      return tokenNew(positionals[0] as string, parsed.values.operator === true);
     case "projector rebuild":
       return withHub("projector-rebuild", rebuild);
     case "callbacks redeliver":
       return withHub("callbacks", (hub) => redeliver(args, hub));
     case "events": {
-      const { runEventsCommand } = await import("./events-command.ts");
+      const { eventsArgsProblem, runEventsCommand } = await import("./events-command.ts");
+      const problem = eventsArgsProblem(parsed.values);
+      if (problem) throw new UsageError(problem, SPECS.events.usage);
       return withHub("events", (hub) => runEventsCommand(args, hub.js, stdio));
     }
     case "audit verify": {
@@ -319,7 +332,7 @@ async function main(argv: string[]): Promise<number> {
     stdio.stdout(`${spec.usage}\n`);
     return 0;
   }
-  return run(command.name, command.args, parsed.positionals);
+  return run(command.name, command.args, parsed);
 }
 
 /**
@@ -340,7 +353,15 @@ const EXPLAINED = new Set([
 ]);
 
 if (import.meta.main) {
-  main(Bun.argv.slice(2))
+  const argv = Bun.argv.slice(2);
+  if (argv[0] !== "up" && argv[0] !== "serve") {
+    endWhenReaderGoes({
+      stdout: process.stdout,
+      stderr: stdio.stderr,
+      exit: (code) => void exitWhenFlushed(code),
+    });
+  }
+  main(argv)
     .then(async (code) => {
       if (code >= 0) await exitWhenFlushed(code);
     })

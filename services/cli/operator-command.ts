@@ -3,9 +3,26 @@
  * `callbacks failed`, `callbacks redeliver --where …` (docs/operations.md, "From the command
  * line"). main.ts hands in the environment and the terminal.
  */
+import { resolve } from "node:path";
 import { UsageError } from "./args.ts";
 import type { Env } from "./connect.ts";
+import { DATA_DIR, runningHub } from "./data-dir.ts";
 import type { OperatorIo } from "./jobs-command.ts";
+
+/**
+ * Where the operator API is: --url, else SWITCHYARD_ADMIN_URL, else SWITCHYARD_URL (the base URL
+ * the SDKs read; the operator API is under it), else the `switchyard up` running in this folder
+ * (./.data/hub.json), as the commands that use NATS find it.
+ */
+export function locateOperatorApi(env: Env, explicit?: string): string | undefined {
+  return (
+    explicit ||
+    env.SWITCHYARD_ADMIN_URL ||
+    env.SWITCHYARD_URL ||
+    runningHub(resolve(DATA_DIR))?.api_url ||
+    undefined
+  );
+}
 
 /** True for the commands that go through the operator API rather than NATS. */
 export function isOperatorCommand(argv: readonly string[], env: Env): boolean {
@@ -22,7 +39,7 @@ export function isOperatorCommand(argv: readonly string[], env: Env): boolean {
   );
 }
 
-/** `jobs …` and `callbacks failed|redeliver --where …`: the operator API, from --url / env. */
+/** `jobs …` and `callbacks failed|redeliver --where …`: the operator API ({@link locateOperatorApi}). */
 export async function runOperatorCommand(
   argv: readonly string[],
   env: Env,
@@ -40,11 +57,11 @@ export async function runOperatorCommand(
   if (at >= 0 && (rest[at + 1] === undefined || rest[at + 1]?.startsWith("-"))) {
     throw new UsageError("--url needs the hub's base URL", usage);
   }
-  const url = at >= 0 ? rest[at + 1] : env.SWITCHYARD_ADMIN_URL;
+  const url = locateOperatorApi(env, at >= 0 ? rest[at + 1] : undefined);
   const args = at >= 0 ? [...rest.slice(0, at), ...rest.slice(at + 2)] : rest;
   const token = env.SWITCHYARD_OPERATOR_TOKEN;
   const missing = !url
-    ? "set SWITCHYARD_ADMIN_URL (or --url) to the hub's base URL"
+    ? "no hub found: run this in the folder of a running `switchyard up`, or set SWITCHYARD_URL (or SWITCHYARD_ADMIN_URL, or --url) to the hub's base URL"
     : !token
       ? "set SWITCHYARD_OPERATOR_TOKEN to an operator token"
       : undefined;

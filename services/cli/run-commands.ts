@@ -4,14 +4,19 @@
  */
 import { resolve } from "node:path";
 import { systemClock } from "../../shared/clock/index.ts";
-import type { Config } from "../../shared/config/index.ts";
+import type { Config, ConfigIssue } from "../../shared/config/index.ts";
 import type { ConnectWait } from "../../shared/hub/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
 import { createLogger, type Logger } from "../../shared/log/index.ts";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
 import { createTracing } from "../../shared/telemetry/index.ts";
-import { demoConfig } from "../runtime/demo.ts";
-import { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "../runtime/run.ts";
+import {
+  demoConfig,
+  type RunningHub,
+  SERVICE_NAMES,
+  type ServiceName,
+  startServices,
+} from "../runtime/index.ts";
 import { type FileStamp, stampFiles, watchConfig } from "./config-watch.ts";
 import { configPath, DATA_DIR, type Env, loadConfig } from "./connect.ts";
 import { type DataDirLock, lockDataDir, orphanedServer, processAlive } from "./data-dir.ts";
@@ -21,6 +26,13 @@ const SHUTDOWN_TIMEOUT_MS = 25_000;
 
 function logLevel(env: Env, config?: Config): string {
   return env.SWITCHYARD_LOG_LEVEL ?? config?.log.level ?? "info";
+}
+
+/** Keys of the config file under a former name: they work, and the log says what to rename. */
+function logNotices(logger: Logger, notices: readonly ConfigIssue[]): void {
+  for (const notice of notices) {
+    logger.warn({ key: notice.key }, `config: ${notice.key} ${notice.message}`);
+  }
 }
 
 /** A visible countdown in the log while NATS does not answer at start. */
@@ -57,7 +69,11 @@ function attachLifecycle(trap: SignalTrap, life: Lifecycle): void {
     ? watchConfig(
         {
           path: configPath(life.env),
-          load: async (filesRead) => (await loadConfig(life.env, true, filesRead)) as Config,
+          load: async (filesRead) =>
+            (await loadConfig(life.env, true, {
+              filesRead,
+              notices: (notices) => logNotices(logger, notices),
+            })) as Config,
           apply: running.reload,
           logger,
         },
@@ -91,14 +107,14 @@ async function stopOrphan(dir: string, logger: Logger): Promise<void> {
 
 function demoBanner(
   base: string,
-  adminUrl: string,
+  monitoringUrl: string,
   demo: { token: string; callbackSecret: string; operatorToken: string },
 ) {
   return [
     "",
     "Switchyard is running in demo mode (no switchyard.yaml found).",
-    `  base URL : ${base}`,
-    `  metrics  : ${adminUrl}/metrics   (admin port; not on the API port)`,
+    `  base URL : ${base}   (Client API; operator API under /admin/v1)`,
+    `  metrics  : ${monitoringUrl}/metrics   (monitoring port: healthz, readyz, metrics; not on the API port)`,
     "  client   : demo",
     `  token    : ${demo.token}   (new on every start; shown only here)`,
     "  routes   : demo.echo (builtin echo), demo.sleep (builtin sleep 2 s)",
@@ -106,10 +122,16 @@ function demoBanner(
     `  callback secret: ${demo.callbackSecret}   (verify callbacks with it; new on every start)`,
     `  console  : ${base}/console   operator token: ${demo.operatorToken}   (new on every start)`,
     "",
+    "For a shell (the SDK examples, curl, and `switchyard jobs …` from any folder):",
+    `  export SWITCHYARD_URL=${base}`,
+    `  export SWITCHYARD_TOKEN=${demo.token}`,
+    `  export SWITCHYARD_OPERATOR_TOKEN=${demo.operatorToken}`,
+    "",
     "Try it:",
-    `  curl -s -X POST ${base}/run -H 'Authorization: Bearer ${demo.token}' -H 'Content-Type: application/json' \\`,
+    `  curl -s -X POST "$SWITCHYARD_URL/run" -H "Authorization: Bearer $SWITCHYARD_TOKEN" -H 'Content-Type: application/json' \\`,
     `       -d '{"request_id":"hello-1","route":"demo.echo","input":"hello"}'`,
-    `  curl -s ${base}/jobs/<job_id> -H 'Authorization: Bearer ${demo.token}'`,
+    `  curl -s "$SWITCHYARD_URL/jobs/<job_id>" -H "Authorization: Bearer $SWITCHYARD_TOKEN"`,
+    "  npx switchyard jobs list",
     "",
   ].join("\n");
 }
@@ -122,9 +144,14 @@ function demoBanner(
  */
 export async function up(env: Env, stdout: (text: string) => void): Promise<void> {
   const files: string[] = [];
-  let config = await loadConfig(env, false, (paths) => files.push(...paths));
+  const notices: ConfigIssue[] = [];
+  let config = await loadConfig(env, false, {
+    filesRead: (paths) => files.push(...paths),
+    notices: (found) => notices.push(...found),
+  });
   const stamps = stampFiles([configPath(env), ...files]);
   const logger = createLogger({ level: logLevel(env, config), service: "switchyard" });
+  logNotices(logger, notices);
   const trap = trapStopAndReload(logger);
   const dataDir = resolve(DATA_DIR);
   let lock: DataDirLock | undefined;
@@ -141,7 +168,9 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
       lock = lockDataDir(dataDir);
       await stopOrphan(dataDir, logger);
       const storeDir = resolve(dataDir, "nats");
-      nats = await startNatsServer({ storeDir, env });
+      // Out of the terminal's process group: Ctrl-C reaches the hub only, which drains and
+      // then stops the server (cleanUp); the parent-death signal still stops it if the hub dies.
+      nats = await startNatsServer({ storeDir, env, ownProcessGroup: true });
       lock.record({ nats_url: nats.url, nats_pid: nats.pid, store_dir: storeDir });
       logger.info({ url: nats.url, store: storeDir }, "embedded nats-server started");
       if (!nats.diesWithParent) {
@@ -170,10 +199,10 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
         nats_pid: nats.pid,
         store_dir: nats.storeDir,
         api_url: base,
-        admin_url: running.admin.url,
+        monitoring_url: running.monitoring.url,
       });
     }
-    if (demo) stdout(demoBanner(base, running.admin.url, demo));
+    if (demo) stdout(demoBanner(base, running.monitoring.url, demo));
     attachLifecycle(trap, {
       logger,
       env,
@@ -191,9 +220,14 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
 /** `switchyard serve <service>`: one service per process, as Kubernetes runs them. */
 export async function serve(name: ServiceName, env: Env): Promise<void> {
   const files: string[] = [];
-  const config = (await loadConfig(env, true, (paths) => files.push(...paths))) as Config;
+  const notices: ConfigIssue[] = [];
+  const config = (await loadConfig(env, true, {
+    filesRead: (paths) => files.push(...paths),
+    notices: (found) => notices.push(...found),
+  })) as Config;
   const stamps = stampFiles([configPath(env), ...files]);
   const logger = createLogger({ level: logLevel(env, config), service: name });
+  logNotices(logger, notices);
   const trap = trapStopAndReload(logger);
   const tracing = await createTracing({ env, defaultServiceName: `switchyard-${name}`, logger });
   const running = await startServices([name], {

@@ -1,22 +1,12 @@
 import { Kvm } from "@nats-io/kv";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
+import { compareVersions } from "../../shared/nats/index.ts";
 import type { CommandIo } from "./events-command.ts";
 
 /** Oldest nats-server supported in production (docs/architecture.md, "nats-server versions"). */
 export const MIN_PRODUCTION_NATS = "2.11.0";
 const MAX_VIEWS_COUNTED = 200_000;
-
-/** Compares dotted versions numerically: negative when a < b. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
-  const pb = b.split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
 
 /**
  * `switchyard status`: one screen for operators: server version, streams, consumers, buckets,

@@ -3,24 +3,18 @@ import {
   decodeEvent,
   ensureDurable,
   PoisonMessageError,
-  subjectFilters,
   TOPOLOGY,
   TRACEPARENT_HEADER,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
 import { decideAdmission, isFinal, type RunRequested } from "../../shared/domain/index.ts";
+import { QUEUED, readStatus, subjectFilters } from "../../shared/jobs/index.ts";
 import { type Logger, lazyChild } from "../../shared/log/index.ts";
-import { headerOf } from "../../shared/nats/headers.ts";
+import { headerOf } from "../../shared/nats/index.ts";
 import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
-import {
-  type PullLoop,
-  QUEUED,
-  readStatus,
-  runPullLoop,
-  TaskSet,
-} from "../../shared/worker/index.ts";
+import { type PullLoop, runPullLoop, TaskSet } from "../../shared/worker/index.ts";
 import { type JobWriter, jobContextOf } from "./job-writer.ts";
 import type { KindRuntime } from "./kinds/kind.ts";
 import type { Slots } from "./slots.ts";

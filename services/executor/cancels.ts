@@ -7,7 +7,8 @@ import type {
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { ensureDurable } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
-import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
+import type { RouteTable } from "../../shared/config/index.ts";
+import { cancelRequestOf } from "../../shared/executor-kinds/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
   CANCEL_QUEUE_CONSUMER,
@@ -76,8 +77,8 @@ export interface CancelListenerDeps {
 /**
  * The executor's side of a cancel (best effort; the job is final in the stream already): core
  * notices abort this process's work on the job, and the SWITCHYARD_CANCELS queue holds the one
- * signed cancel request per job for HTTP executors with a `cancel_url`, sent once by whichever
- * executor replica takes it, whatever the answer.
+ * signed cancel request per job for routes whose kind sends one (its descriptor's cancelRequest:
+ * HTTP with a `cancel_url`), sent once by whichever executor replica takes it, whatever the answer.
  */
 export async function startCancelListener(
   deps: CancelListenerDeps,
@@ -93,8 +94,9 @@ export async function startCancelListener(
   const send = async (msg: JsMsg) => {
     const notice = decodeCancelNotice(msg.data);
     const executor = notice && deps.routes.route(notice.route)?.executor;
-    if (notice === undefined || executor?.kind !== "http" || executor.cancel_url === undefined) {
-      msg.term("no HTTP cancel request for this entry");
+    const target = executor && cancelRequestOf(executor);
+    if (notice === undefined || target === undefined) {
+      msg.term("no cancel request for this entry");
       return;
     }
     const body = cancelRequestBody(notice);
@@ -102,15 +104,15 @@ export async function startCancelListener(
       id: `cancel_${notice.job_id}`,
       timestamp: Math.floor(deps.clock.now().getTime() / 1000),
       body,
-      secrets: [executor.secret],
+      secrets: [target.secret],
     });
     try {
-      const res = await fetch(executor.cancel_url, {
+      const res = await fetch(target.url, {
         method: "POST",
         headers: { ...headers, "content-type": "application/json" },
         body,
         redirect: "manual",
-        signal: AbortSignal.timeout(parseDuration(executor.timeout)),
+        signal: AbortSignal.timeout(target.timeoutMs),
       });
       await res.body?.cancel();
       logger.info({ job_id: notice.job_id, status: res.status }, "cancel request sent");

@@ -8,7 +8,7 @@ import { TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { headerOf } from "../../shared/nats/headers.ts";
+import { headerOf } from "../../shared/nats/index.ts";
 import {
   DEADLINE_STREAM,
   DEADLINE_WINDOW,

@@ -7,13 +7,13 @@ import {
   type StatusIntent,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
-import type { HubMetrics } from "../../shared/metrics/index.ts";
 import {
   type CurrentStatus,
   type JobRef,
   type WriteResult,
   writeStatus,
-} from "../../shared/worker/index.ts";
+} from "../../shared/jobs/index.ts";
+import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { recordTransition } from "./observe.ts";
 
 /** A job as the executor's writers know it: its subjects, route, and what its callback needs. */

@@ -18,7 +18,7 @@ import { createAdmission } from "./admission.ts";
 import { createCancelSignals, startCancelListener } from "./cancels.ts";
 import { createDeadlineTimers } from "./deadlines.ts";
 import { createJobWriter } from "./job-writer.ts";
-import { EXECUTOR_KINDS, type KindRuntime } from "./kinds/index.ts";
+import { type KindRuntime, kindRuntime } from "./kinds/index.ts";
 import { withRunSpans } from "./kinds/traced.ts";
 import { createSlots } from "./slots.ts";
 import { createTaskBuilder, type ToolSetReader } from "./task.ts";
@@ -91,7 +91,9 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
   const kinds = new Map<string, KindRuntime>();
   const used = new Set(config.routes.map((r) => r.executor.kind));
   for (const kind of used) {
-    const runtime = await EXECUTOR_KINDS[kind].start({
+    const found = kindRuntime(kind);
+    if (found === undefined) throw new Error(`no runtime for executor kind ${kind}`);
+    const runtime = await found.start({
       nc: deps.nc,
       js: deps.js,
       jsm: deps.jsm,
@@ -108,7 +110,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
       cancels,
       ...(deps.tracing ? { tracing: deps.tracing } : {}),
     });
-    kinds.set(kind, withRunSpans(EXECUTOR_KINDS[kind], runtime, deps.tracing));
+    kinds.set(kind, withRunSpans(found, runtime, deps.tracing));
   }
   const admission = createAdmission({
     js: deps.js,

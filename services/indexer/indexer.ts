@@ -1,5 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { subjectFilters } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjectionRunner } from "../../shared/projection/index.ts";

@@ -3,7 +3,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { InvalidArgumentError } from "@nats-io/transport-node";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { classifyNatsError, decodeEvent, TOPOLOGY } from "../../shared/bus/index.ts";
+import { classifyNatsError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { RouteConfig } from "../../shared/config/index.ts";
 import type { DispatchIndex } from "../../shared/dispatch/index.ts";
@@ -17,8 +17,10 @@ import {
   SwitchyardError,
   UnauthorizedError,
 } from "../../shared/errors/index.ts";
-import { readJsonBody } from "../../shared/http/json-body.ts";
+import { reportTokensOf } from "../../shared/executor-kinds/index.ts";
+import { readJsonBody } from "../../shared/http/index.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import { readRunOfJob, writeStatus } from "../../shared/jobs/index.ts";
 import {
   checkJsonShape,
   containsNumber,
@@ -26,7 +28,6 @@ import {
   OUTPUT_SHAPE_LIMITS,
 } from "../../shared/json/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { writeStatus } from "../../shared/worker/index.ts";
 import { pathOf } from "./http-edge.ts";
 
 /** Path of the report endpoint; `:job_id` is the task's job id. */
@@ -77,7 +78,7 @@ export interface ExecutorReportDeps {
 /**
  * Which client and route a job belongs to. The dispatch record (written when the executor answered
  * 202) is the quick way; an executor that reports before that answer reached the hub, or a job
- * without a record, is found by its run.requested subject (`sy.evt.*.<job_id>.run`).
+ * without a record, is found by its run.requested (readRunOfJob).
  */
 async function findOwner(
   deps: ExecutorReportDeps,
@@ -85,11 +86,9 @@ async function findOwner(
 ): Promise<{ readonly client_id: string; readonly route: string } | undefined> {
   const record = await deps.index.get(jobId);
   if (record) return { client_id: record.client_id, route: record.route };
-  const msg = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, {
-    last_by_subj: `sy.evt.*.${jobId}.run`,
-  });
-  if (msg === null) return undefined;
-  const event = decodeEvent(msg.data);
+  const run = await readRunOfJob(deps.jsm, jobId);
+  if (run === null) return undefined;
+  const { event } = run;
   return event.type === "run.requested"
     ? { client_id: event.client_id, route: event.data.route }
     : undefined;
@@ -147,12 +146,10 @@ async function readReport(request: Request, maxBytes: number): Promise<ExecutorR
  */
 export function createExecutorReportHandler(deps: ExecutorReportDeps): ExecutorReportHandler {
   const hashes = deps.routes.flatMap((route) =>
-    route.executor.kind === "http"
-      ? route.executor.token_sha256.map((hex) => ({
-          hash: Buffer.from(hex, "hex"),
-          route: route.key,
-        }))
-      : [],
+    reportTokensOf(route.executor).map((hex) => ({
+      hash: Buffer.from(hex, "hex"),
+      route: route.key,
+    })),
   );
 
   const routesOf = (authorization: string | null): Set<string> => {

@@ -1,35 +1,45 @@
+import type { AnyElysia } from "elysia";
 import { callbackEgressPolicy } from "../../shared/callbacks/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import {
   type ClientDirectory,
   type Config,
   createRouteTable,
-  type OperatorConfig,
-  type OperatorDirectory,
   parseDuration,
 } from "../../shared/config/index.ts";
 import { openDispatchIndex } from "../../shared/dispatch/index.ts";
 import { listenOrExplain } from "../../shared/http/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
-import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared/ids/index.ts";
-import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
+import {
+  createJobIdDeriver,
+  type IdGenerator,
+  type JobIdDeriver,
+  loadJobIdKey,
+} from "../../shared/ids/index.ts";
+import {
+  createJobReader,
+  createJobViewCache,
+  followViewChanges,
+  type JobReader,
+} from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
-import { createOperatorSurface } from "../admin-api/index.ts";
-import { createIngressApp } from "./app.ts";
+import { createIngressPlugins, type IngressLimits, type IngressPlugins } from "./app.ts";
 import { createAuthenticator } from "./auth.ts";
-import { clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
+import { type AuthFailureLimiter, clientAddress, createAuthFailureLimiter } from "./auth-limit.ts";
 import { createExecutorReportHandler } from "./executor-reports.ts";
 import { serverErrorResponse } from "./http-edge.ts";
 import { createJobsApi } from "./jobs-api.ts";
 import { DEFAULT_MAX_BODY_BYTES, deriveBodyLimit } from "./limits.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { createSharedRateLimiter, openRateBucket } from "./shared-rate-limit.ts";
+import { createStorageGuard } from "./storage-guard.ts";
 import { createRunSubmitter } from "./submit-run.ts";
 
-export { createIngressApp } from "./app.ts";
+export type { IngressPlugins } from "./app.ts";
+export { createAuthenticator } from "./auth.ts";
 export { buildOpenApiDocument } from "./openapi.ts";
 export { RunRequestSchema, validateRunRequest } from "./run-request.ts";
 
@@ -40,18 +50,22 @@ export interface IngressDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly metrics?: HubMetrics;
-  /** The search index (GET /jobs, the operator API); absent when index.enabled is false. */
+  /** The search index (GET /jobs); absent when index.enabled is false. */
   readonly index?: IndexStore;
-  /** The operator API and console, mounted on this server (services/admin-api). */
-  readonly operator?: {
-    readonly paths: readonly string[];
-    handle(request: Request): Promise<Response>;
-  };
   readonly tracing?: Tracing;
   /** The clients as reloaded (SIGHUP, a changed file); default: config.clients, fixed. */
   readonly clients?: ClientDirectory;
-  /** The operators as reloaded, like `clients`; default: config.operators, fixed. */
-  readonly operators?: OperatorDirectory;
+}
+
+/** What the ingress shares with a surface mounted on its server. */
+export interface IngressEdge {
+  /** Failed authentications per source address, counted for both surfaces together. */
+  readonly authFailures: AuthFailureLimiter;
+  /** The caller's address, as server.trust_proxy_hops says to read it. */
+  readonly addressOf: (request: Request) => string;
+  readonly deriveJobId: JobIdDeriver;
+  /** Read-your-writes for events appended outside the Client API (the job reader's). */
+  readonly appended: JobReader["appended"];
 }
 
 export interface RunningIngress {
@@ -61,78 +75,55 @@ export interface RunningIngress {
   readonly url: string;
   /** Stops accepting, lets in-flight requests finish. The caller drains NATS afterwards. */
   stop(): Promise<void>;
-  /** Rebuilds authentication from the client and operator directories after a reload. */
+  /** Rebuilds client authentication from the client directory after a reload. */
   reloadCredentials(): Promise<void>;
 }
 
 /**
- * Operators authenticate like clients (hashed tokens or JWTs), against their own list; they sign
- * no callbacks, so the client shape gets none.
+ * The Client API, ready to serve: its plugins, and what it shares with a surface the runtime
+ * serves beside it on the same server (the operator API).
  */
-const asClients = (operators: readonly OperatorConfig[]) =>
-  operators.map((o) => ({ ...o, callback_secrets: [] })) as unknown as Config["clients"];
+export interface Ingress {
+  readonly plugins: IngressPlugins;
+  readonly edge: IngressEdge;
+  /** Serves `app` (these plugins, and whatever is mounted with them) on server.host/port. */
+  listen(app: AnyElysia): RunningIngress;
+}
 
-/** Starts the Client API HTTP server on config.server.host/port. */
-export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
+/** Builds the Client API's parts over the hub connection; nothing listens yet. */
+export async function createIngress(deps: IngressDeps): Promise<Ingress> {
   const { hub, config, logger, clock } = deps;
   // GET /jobs and replays of settled jobs answer from memory; other views are read from KV.
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
+  // The projector announces each settled view it rewrites (a retry, a redelivery request).
+  const stopFollowing = followViewChanges(hub.nc, cache);
   const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
-  let draining = false;
+  const state = { draining: false, stopFollowing };
   const routes = createRouteTable(config);
   const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
   const authFailures = createAuthFailureLimiter(clock, config.server.auth_failures_per_minute);
   let listening: { requestIP(request: Request): { address: string } | null } | undefined;
-  const metadata = {
-    maxDepth: config.server.metadata.max_depth,
-    maxMembers: config.server.metadata.max_members,
-    maxStringLength: config.server.metadata.max_string_length,
-  };
-  const maxBodyBytes = deriveBodyLimit({
-    configured: config.server.max_body_bytes,
-    maxPayload: hub.nc.info?.max_payload ?? DEFAULT_MAX_BODY_BYTES * 2,
-    natsUrl: config.nats.url,
-    metadata,
-  });
-  // The operator API and console (issue 16) on this server: operator credentials only.
-  const operatorEntries = () => deps.operators?.entries() ?? config.operators;
-  const operatorAuth = await createAuthenticator(asClients(operatorEntries()));
-  const operator = await createOperatorSurface({
-    hub,
-    config,
-    ...(deps.index ? { store: deps.index } : {}),
-    credentials: operatorAuth,
-    ...(deps.operators ? { operators: deps.operators } : {}),
-    limiter: authFailures,
-    addressOf: (request) =>
-      clientAddress(request, listening?.requestIP(request), config.server.trust_proxy_hops),
-    deriveJobId,
-    clock,
-    ids: deps.ids,
-    logger: logger.child({ component: "operator-api" }),
-    appended: reader.appended,
-  });
-  const jobsApi = createJobsApi({
-    ...(deps.index ? { store: deps.index } : {}),
-    cancel: {
-      nc: hub.nc,
-      js: hub.js,
-      jsm: hub.jsm,
-      clock,
-      ids: deps.ids,
-      route: routes.route,
-      replicas: config.nats.replicas,
-      logger,
-      appended: reader.appended,
-    },
-    now: () => clock.now().getTime(),
-    maxBodyBytes,
-  });
+  const limits = ingressLimits(deps);
+  const { maxBodyBytes } = limits;
   const entries = () => deps.clients?.entries() ?? config.clients;
   const auth = await createAuthenticator(entries());
-  const app = createIngressApp({
-    jobsApi,
-    operator,
+  const plugins = createIngressPlugins({
+    jobsApi: createJobsApi({
+      ...(deps.index ? { store: deps.index } : {}),
+      cancel: {
+        nc: hub.nc,
+        js: hub.js,
+        jsm: hub.jsm,
+        clock,
+        ids: deps.ids,
+        route: routes.route,
+        replicas: config.nats.replicas,
+        logger,
+        appended: reader.appended,
+      },
+      now: () => clock.now().getTime(),
+      maxBodyBytes,
+    }),
     auth,
     routes,
     submitter: createRunSubmitter({
@@ -143,6 +134,11 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       ids: deps.ids,
       clock,
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
+      storage: createStorageGuard({
+        jsm: hub.jsm,
+        maxBytes: config.nats.events_max_bytes,
+        clock,
+      }),
     }),
     reader,
     rateLimiter: createSharedRateLimiter({
@@ -153,33 +149,82 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
     }),
     authFailures,
     trustProxyHops: config.server.trust_proxy_hops,
-    limits: {
-      maxBodyBytes,
-      metadata,
-      maxUrlLength: config.server.max_url_length,
-      maxHeaderBytes: config.server.max_header_bytes,
-    },
+    limits,
     logger,
     natsConnected: hub.connected,
-    ready: async () => !draining && (await hub.topologyReady()),
+    ready: async () => !state.draining && (await hub.topologyReady()),
     openapi: buildOpenApiDocument(),
     callbackPolicy: callbackEgressPolicy(config.callbacks),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
-    executorReports: createExecutorReportHandler({
-      js: hub.js,
-      jsm: hub.jsm,
-      routes: config.routes,
-      index: await openDispatchIndex(hub.nc, {
-        replicas: config.nats.replicas,
-        ttlMs: parseDuration(config.nats.events_max_age),
-      }),
-      clock,
-      ids: deps.ids,
-      logger: logger.child({ component: "executor-reports" }),
-      maxBodyBytes,
-    }),
+    executorReports: await executorReportsOf(deps, maxBodyBytes),
   });
+  const edge: IngressEdge = {
+    authFailures,
+    addressOf: (request) =>
+      clientAddress(request, listening?.requestIP(request), config.server.trust_proxy_hops),
+    deriveJobId,
+    appended: reader.appended,
+  };
+  return {
+    plugins,
+    edge,
+    listen(app) {
+      const running = listenIngress(app, { config, logger, maxBodyBytes, state });
+      listening = running.server;
+      return { ...running.ingress, reloadCredentials: () => auth.update(entries()) };
+    },
+  };
+}
+
+/** The request limits of server.*: the body limit (configured, or derived from max_payload). */
+function ingressLimits({ hub, config }: IngressDeps): IngressLimits {
+  const metadata = {
+    maxDepth: config.server.metadata.max_depth,
+    maxMembers: config.server.metadata.max_members,
+    maxStringLength: config.server.metadata.max_string_length,
+  };
+  return {
+    maxBodyBytes: deriveBodyLimit({
+      configured: config.server.max_body_bytes,
+      maxPayload: hub.nc.info?.max_payload ?? DEFAULT_MAX_BODY_BYTES * 2,
+      natsUrl: config.nats.url,
+      metadata,
+    }),
+    metadata,
+    maxUrlLength: config.server.max_url_length,
+    maxHeaderBytes: config.server.max_header_bytes,
+  };
+}
+
+/** POST /executor/v1/jobs/{job_id}/events, over the dispatch index the executor writes. */
+async function executorReportsOf(deps: IngressDeps, maxBodyBytes: number) {
+  const { hub, config } = deps;
+  return createExecutorReportHandler({
+    js: hub.js,
+    jsm: hub.jsm,
+    routes: config.routes,
+    index: await openDispatchIndex(hub.nc, {
+      replicas: config.nats.replicas,
+      ttlMs: parseDuration(config.nats.events_max_age),
+    }),
+    clock: deps.clock,
+    ids: deps.ids,
+    logger: deps.logger.child({ component: "executor-reports" }),
+    maxBodyBytes,
+  });
+}
+
+interface ListenDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly maxBodyBytes: number;
+  /** Set on stop: /readyz answers not ready from then on; the view-change notices end. */
+  readonly state: { draining: boolean; readonly stopFollowing: () => void };
+}
+
+function listenIngress(app: AnyElysia, deps: ListenDeps) {
+  const { config, logger, state } = deps;
   listenOrExplain(
     () =>
       app.listen({
@@ -199,19 +244,15 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   );
   const server = app.server;
   if (!server) throw new Error("ingress did not start");
-  listening = server;
   const url = `http://${config.server.host}:${server.port}`;
   logger.info({ url }, "ingress listening");
-  return {
+  const ingress: Omit<RunningIngress, "reloadCredentials"> = {
     port: server.port ?? 0,
-    maxBodyBytes,
+    maxBodyBytes: deps.maxBodyBytes,
     url,
-    async reloadCredentials() {
-      await auth.update(entries());
-      await operatorAuth.update(asClients(operatorEntries()));
-    },
     async stop() {
-      draining = true;
+      state.draining = true;
+      state.stopFollowing();
       // In-flight requests finish within the publish timeout. A connection still open after that
       // is a client that stopped sending a body we already answered (a 413): close it.
       const graceMs = parseDuration(config.nats.publish_timeout) + 2_000;
@@ -229,4 +270,5 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
       }
     },
   };
+  return { server, ingress };
 }

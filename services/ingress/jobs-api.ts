@@ -8,7 +8,7 @@ import {
   JobNotFoundError,
   NotFoundError,
 } from "../../shared/errors/index.ts";
-import { readBodyCapped } from "../../shared/http/json-body.ts";
+import { readBodyCapped } from "../../shared/http/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import {
   decodeCursor,

@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import type { ValueError } from "@sinclair/typebox/value";
+import { type ValueError, ValueErrorType } from "@sinclair/typebox/value";
 import { type FieldError, InvalidRequestError } from "../../shared/errors/index.ts";
 import {
   checkJsonShape,
@@ -8,7 +8,7 @@ import {
   type JsonShapeLimits,
   lossyNumbers,
 } from "../../shared/json/index.ts";
-import { httpUrlProblem } from "../../shared/schema/formats.ts";
+import { httpUrlProblem } from "../../shared/schema/index.ts";
 
 const PrincipalSchema = Type.Object(
   { id: Type.String({ minLength: 1 }), tenant: Type.String({ minLength: 1 }) },
@@ -60,18 +60,24 @@ function escapePointer(key: string): string {
   return key.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
+/** The Client API's wording of a schema error, chosen by TypeBox's error type. */
 function messageFor(error: ValueError): string {
-  if (error.path === "/callback_url" && error.message.includes("format")) {
-    return httpUrlProblem(String(error.value)) ?? "must be an absolute http or https URL";
+  switch (error.type) {
+    case ValueErrorType.StringFormat:
+    case ValueErrorType.StringFormatUnknown:
+      if (error.path !== "/callback_url") break;
+      return httpUrlProblem(String(error.value)) ?? "must be an absolute http or https URL";
+    case ValueErrorType.ObjectRequiredProperty:
+      return "is required";
+    case ValueErrorType.StringMinLength:
+      return "must not be empty";
+    case ValueErrorType.StringMaxLength:
+      return `must be at most ${String(error.schema.maxLength)} characters`;
+    case ValueErrorType.String:
+      return "must be a string";
+    case ValueErrorType.Object:
+      return "must be an object";
   }
-  if (error.message.startsWith("Expected required property")) return "is required";
-  if (error.message.startsWith("Expected string length greater or equal"))
-    return "must not be empty";
-  if (error.message.startsWith("Expected string length less or equal")) {
-    return `must be at most ${String(error.schema.maxLength)} characters`;
-  }
-  if (error.message.startsWith("Expected string")) return "must be a string";
-  if (error.message.startsWith("Expected object")) return "must be an object";
   return error.message.charAt(0).toLowerCase() + error.message.slice(1);
 }
 

@@ -4,11 +4,9 @@ import {
   decodeEvent,
   isJsError,
   markStoreVersion,
-  readLastEvent,
   readStoreVersion,
   readStream,
   STORE_VERSION,
-  subjectFilters,
   TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
@@ -21,6 +19,13 @@ import {
   type RunRequested,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import {
+  readLastEvent,
+  readStatus,
+  statusAfterWrite,
+  subjectFilters,
+  writeStatus,
+} from "../../shared/jobs/index.ts";
 import { createProgress, type ProgressSink } from "../../shared/progress/index.ts";
 import {
   ensureDeadlineConsumer,
@@ -28,7 +33,6 @@ import {
   publishCallbackWakeup,
   publishDeadlineTimer,
 } from "../../shared/schedule/index.ts";
-import { readStatus, statusAfterWrite, writeStatus } from "../../shared/worker/index.ts";
 
 /** Consumers of store version 1 that version 2 replaced. */
 export const V1_WATCHDOG = "watchdog";
@@ -144,7 +148,11 @@ async function wakeIfOpen(
   deps: MigrationDeps,
   input: { clientId: string; jobId: string; finalSeq: number; trigger: DeliveryTrigger },
 ): Promise<boolean> {
-  const last = await readLastEvent(deps.jsm, input.clientId, input.jobId, "cb");
+  const last = await readLastEvent(
+    deps.jsm,
+    { client_id: input.clientId, job_id: input.jobId },
+    "cb",
+  );
   const now = deps.clock.now().getTime();
   const step = decideCallbackStep(input.trigger, last, now);
   if (step.kind !== "attempt" && step.kind !== "wait" && step.kind !== "finish") return false;
@@ -178,7 +186,7 @@ async function carryRedeliveries(deps: MigrationDeps): Promise<number> {
     progress.tick();
     const event = decodeEvent(record.data);
     if (event.type !== "callback.redelivery_requested") continue;
-    const job = await readLastEvent(deps.jsm, event.client_id, event.job_id, "job");
+    const job = await readLastEvent(deps.jsm, event, "job");
     if (!job) continue;
     const trigger = {
       kind: "redelivery",

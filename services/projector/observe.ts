@@ -1,7 +1,7 @@
 import { TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
 import { isFinal, type JobState, type JobView } from "../../shared/domain/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { headerOf } from "../../shared/nats/headers.ts";
+import { headerOf } from "../../shared/nats/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { HeldView } from "./view-model.ts";
 

@@ -1,13 +1,14 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { subjectFilters, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjectionRunner } from "../../shared/projection/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { ProjectorMetrics } from "./observe.ts";
 import { createViewModel } from "./view-model.ts";
-import { createViewStore } from "./view-store.ts";
+import { createViewStore, type ViewStoreDeps } from "./view-store.ts";
 
 /**
  * Least time from one round's start to the next while the queue is not full. Below a few
@@ -41,6 +42,8 @@ export interface ProjectorDeps {
   readonly metrics?: ProjectorMetrics;
   /** A `project` span per view write (docs/operations.md, "Traces"). */
   readonly tracing?: Tracing;
+  /** Called after a write over a settled view (view-store.ts): readers must drop their copy. */
+  readonly settledViewChanged?: ViewStoreDeps["settledViewChanged"];
 }
 
 export interface Projector {
@@ -63,7 +66,10 @@ export interface Projector {
  * spreads a durable's messages over consumers, which would break per-job ordering.
  */
 export function createProjector(deps: ProjectorDeps): Projector {
-  const store = createViewStore({ kv: deps.kv });
+  const store = createViewStore({
+    kv: deps.kv,
+    ...(deps.settledViewChanged ? { settledViewChanged: deps.settledViewChanged } : {}),
+  });
   return createProjectionRunner({
     js: deps.js,
     jsm: deps.jsm,

@@ -103,7 +103,7 @@ export function createViewModel(deps: {
   const writeOne = async (job: HeldView, state: ViewFold): Promise<boolean> => {
     if (!state.changed || state.view === null) return true;
     try {
-      await store.write(job.key, state.start.revision, state.view);
+      await store.write(job.key, state.start, state.view);
       if (state.completed) observeCompletion(deps.metrics, state.completed);
       return true;
     } catch (err) {

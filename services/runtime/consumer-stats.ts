@@ -5,6 +5,7 @@ import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { CALLBACK_QUEUE_STREAM, DEADLINE_STREAM } from "../../shared/schedule/index.ts";
 import { TASK_STREAM } from "../../shared/worker/index.ts";
 import { INDEX_CONSUMER } from "../indexer/index.ts";
+import { createSharedRead } from "./shared-read.ts";
 
 /** The streams whose durable consumers hold work: the events and the three work queues. */
 export const WORK_STREAMS = [
@@ -42,7 +43,11 @@ export function createConsumerStats(deps: {
   jsm: JetStreamManager;
   metrics: HubMetrics;
   logger: Logger;
-  readTimeoutMs?: number;
+  /**
+   * events_max_bytes: the events stream's limit even where the stream holds none (on a
+   * nats-server below 2.10.5 the ingress enforces it; shared/bus/topology.ts).
+   */
+  eventsMaxBytes: number;
 }): ConsumerStats {
   const { metrics } = deps;
 
@@ -53,7 +58,8 @@ export function createConsumerStats(deps: {
       metrics.streamMessages.set({ stream }, s.state.messages);
       metrics.streamBytes.set({ stream }, s.state.bytes);
       if (s.config.max_msgs > 0) metrics.streamLimitMessages.set({ stream }, s.config.max_msgs);
-      if (s.config.max_bytes > 0) metrics.streamLimitBytes.set({ stream }, s.config.max_bytes);
+      const maxBytes = stream === TOPOLOGY.eventsStream ? deps.eventsMaxBytes : s.config.max_bytes;
+      if (maxBytes > 0) metrics.streamLimitBytes.set({ stream }, maxBytes);
     }
   };
 
@@ -98,17 +104,7 @@ export function createConsumerStats(deps: {
       deps.logger.debug({ err: (err as Error).message }, "stream stats unavailable");
     }
   };
-  let reading: Promise<void> | undefined;
   return {
-    async refresh() {
-      reading ??= poll().finally(() => {
-        reading = undefined;
-      });
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const late = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, deps.readTimeoutMs ?? READ_TIMEOUT_MS);
-      });
-      await Promise.race([reading, late]).finally(() => clearTimeout(timer));
-    },
+    refresh: createSharedRead({ read: poll, timeoutMs: READ_TIMEOUT_MS }),
   };
 }

@@ -17,7 +17,7 @@ export function demoConfig(
   const callbackSecret = generateWebhookSecret();
   const yaml = `
 server: { host: 127.0.0.1, port: ${port} }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 nats: { url: "${natsUrl}" }
 clients:
   - id: demo

@@ -12,14 +12,15 @@ import {
 } from "../../shared/config/index.ts";
 import { type ConnectWait, connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import { publishViewChanged } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { RunningIngress } from "../ingress/index.ts";
-import { startAdminServer } from "./admin.ts";
 import { createConsumerStats } from "./consumer-stats.ts";
 import { checkAnswerCaps } from "./limits.ts";
+import { startMonitoringServer } from "./monitoring.ts";
 import { createReloader, type ReloadOutcome } from "./reload.ts";
 import { startSearchIndex } from "./search-index.ts";
 
@@ -43,8 +44,8 @@ export interface RunningHub {
   readonly hub: HubConnection;
   readonly metrics: HubMetrics;
   readonly ingress?: RunningIngress;
-  /** healthz, readyz and metrics (admin.host/port), in every process. */
-  readonly admin: { readonly port: number; readonly url: string };
+  /** healthz, readyz and metrics (monitoring.host/port), in every process. */
+  readonly monitoring: { readonly port: number; readonly url: string };
   /** Graceful stop: intake first, then in-flight work, then the NATS connection. */
   stop(): Promise<void>;
   /** Applies a reloaded configuration: clients and operators at once, the rest after a restart. */
@@ -111,7 +112,7 @@ export async function startServices(
     await stopAll();
     throw err;
   }
-  const { ingress, admin } = parts;
+  const { ingress, monitoring } = parts;
   const reloader = createReloader({
     running: config,
     clients,
@@ -123,7 +124,10 @@ export async function startServices(
     hub,
     metrics,
     ...(ingress ? { ingress } : {}),
-    admin: { port: admin.port, url: `http://${config.admin.host}:${admin.port}` },
+    monitoring: {
+      port: monitoring.port,
+      url: `http://${config.monitoring.host}:${monitoring.port}`,
+    },
     reload: reloader.reload,
     stop: stopAll,
   };
@@ -131,7 +135,7 @@ export async function startServices(
 
 interface Parts {
   readonly ingress?: RunningIngress;
-  readonly admin: { readonly port: number };
+  readonly monitoring: { readonly port: number };
 }
 
 interface PartsContext {
@@ -148,7 +152,7 @@ interface PartsContext {
   readonly tracing: { readonly tracing?: Tracing };
 }
 
-/** Starts the named services and the admin server, registering each as it runs. */
+/** Starts the named services and the monitoring server, registering each as it runs. */
 async function startParts(services: readonly ServiceName[], ctx: PartsContext): Promise<Parts> {
   const { deps, hub, clients, operators, metrics, stoppables, tracing } = ctx;
   const { config, logger } = deps;
@@ -156,23 +160,31 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   // Each service's modules load only where it runs: a `serve projector` process does not carry
   // the ingress's HTTP stack or the executor's tool compiler (about 25 MB of RSS each).
   if (services.includes("ingress")) {
-    const { startIngress } = await import("../ingress/index.ts");
-    ingress = await startIngress({
+    const { startHttpServer } = await import("./http.ts");
+    ingress = await startHttpServer({
       hub,
-      ...deps,
+      config,
+      logger,
+      clock: deps.clock,
+      ids: deps.ids,
       metrics,
       clients,
       operators,
-      logger: logger.child({ component: "ingress" }),
       ...ctx.search.ingress,
+      ...tracing,
     });
     stoppables.push({ name: "ingress", stop: ingress.stop });
   }
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
-  const stats = createConsumerStats({ jsm: hub.jsm, metrics, logger });
-  const admin = startAdminServer({
-    host: config.admin.host,
-    port: config.admin.port,
+  const stats = createConsumerStats({
+    jsm: hub.jsm,
+    metrics,
+    logger,
+    eventsMaxBytes: config.nats.events_max_bytes,
+  });
+  const monitoring = startMonitoringServer({
+    host: config.monitoring.host,
+    port: config.monitoring.port,
     ready: ctx.ready,
     metrics: async () => {
       await stats.refresh();
@@ -180,7 +192,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     },
     logger,
   });
-  stoppables.push({ name: "admin", stop: admin.stop });
+  stoppables.push({ name: "monitoring", stop: monitoring.stop });
   if (services.includes("executor")) {
     checkAnswerCaps(config, hub.nc.info?.max_payload ?? Number.MAX_SAFE_INTEGER);
     const { startExecutorService } = await import("../executor/index.ts");
@@ -206,6 +218,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     const callback = createCallbackService({
       js: hub.js,
       jsm: hub.jsm,
+      nc: hub.nc,
       settings: callbackSettings(config),
       replicas: config.nats.replicas,
       client: createRouteTable(config, clients).client,
@@ -218,7 +231,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     await callback.start();
     stoppables.push({ name: "callback", stop: callback.stop });
   }
-  return { ...(ingress ? { ingress } : {}), admin };
+  return { ...(ingress ? { ingress } : {}), monitoring };
 }
 
 async function startProjector(ctx: PartsContext): Promise<void> {
@@ -241,6 +254,8 @@ async function startProjector(ctx: PartsContext): Promise<void> {
     }),
     metrics,
     ...tracing,
+    // Every ingress replica caches settled views: each one that changes is announced.
+    settledViewChanged: (change) => publishViewChanged(hub.nc, change),
   });
   await projector.start();
   stoppables.push({ name: "projector", stop: projector.stop });

@@ -1,6 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { readLastEvent } from "../bus/read.ts";
 import type { Clock } from "../clock/index.ts";
 import type { RouteConfig } from "../config/index.ts";
 import {
@@ -13,10 +12,17 @@ import {
   type RunRequested,
   type StatusIntent,
 } from "../domain/index.ts";
+import { cancelRequestOf } from "../executor-kinds/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
+import {
+  type CurrentStatus,
+  type JobRef,
+  readLastEvent,
+  readStatus,
+  writeStatus,
+} from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
 import { publishCancelNotice } from "../schedule/index.ts";
-import { type CurrentStatus, readStatus, writeStatus } from "../worker/status.ts";
 
 export interface CancelDeps {
   readonly nc: NatsConnection;
@@ -32,7 +38,7 @@ export interface CancelDeps {
    * Told the stream sequence of each cancel appended here, so that this process's GET serves no
    * view older than it (read-your-writes: shared/jobs/reader.ts `appended`).
    */
-  readonly appended?: (clientId: string, jobId: string, seq: number) => void;
+  readonly appended?: (ref: JobRef, seq: number) => void;
 }
 
 export type CancelOutcome =
@@ -47,13 +53,13 @@ export type CancelOutcome =
 /** The job as its last `.run`, `.job`, `.cb` and `.ops` events say (read from the stream leader). */
 async function currentJob(
   jsm: JetStreamManager,
-  ref: { readonly client_id: string; readonly job_id: string },
+  ref: JobRef,
   status: CurrentStatus,
 ): Promise<{ run: RunRequested; view: JobView } | undefined> {
   const [run, cb, ops] = await Promise.all([
-    readLastEvent(jsm, ref.client_id, ref.job_id, "run"),
-    readLastEvent(jsm, ref.client_id, ref.job_id, "cb"),
-    readLastEvent(jsm, ref.client_id, ref.job_id, "ops"),
+    readLastEvent(jsm, ref, "run"),
+    readLastEvent(jsm, ref, "cb"),
+    readLastEvent(jsm, ref, "ops"),
   ]);
   if (run?.event.type !== "run.requested") return undefined;
   let state: JobState = evolve(null, run.event);
@@ -105,7 +111,7 @@ export async function cancelJob(
       ? { kind: "already_cancelled", job: again.view }
       : { kind: "final", job: again.view };
   }
-  deps.appended?.(input.clientId, input.jobId, result.seq);
+  deps.appended?.(ref, result.seq);
   const route = deps.route(run.data.route);
   const executor = route?.executor;
   await publishCancelNotice(
@@ -118,7 +124,7 @@ export async function cancelJob(
     },
     {
       // Also for a queued job: the first HTTP attempt is made before anything is recorded.
-      httpCancel: executor?.kind === "http" && executor.cancel_url !== undefined,
+      cancelRequest: executor !== undefined && cancelRequestOf(executor) !== undefined,
       replicas: deps.replicas,
     },
   ).catch((err: unknown) =>

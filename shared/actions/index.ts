@@ -3,5 +3,6 @@
  * domain decision (shared/domain/decide.ts) carried out with the same appends as the rest of the
  * hub, and recorded as events naming who acted.
  */
+export * from "./accept.ts";
 export * from "./cancel.ts";
 export * from "./retry.ts";

@@ -1,6 +1,4 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
-import { readLastEvent } from "../bus/read.ts";
 import type { Clock } from "../clock/index.ts";
 import {
   type Actor,
@@ -12,6 +10,14 @@ import {
   type RunRequested,
 } from "../domain/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../ids/index.ts";
+import {
+  appendEvent,
+  type JobRef,
+  newEvent,
+  readLastEvent,
+  type StoredEvent,
+} from "../jobs/index.ts";
+import { acceptRun } from "./accept.ts";
 
 export interface RetryDeps {
   readonly js: JetStreamClient;
@@ -30,46 +36,63 @@ export type RetryOutcome =
   /** The derived request_id is taken by another body: never expected, reported as a conflict. */
   | { readonly kind: "conflict" };
 
+/** A job's view: its run with the last `.job` and `.ops` events folded on. */
+function fold(run: RunRequested, later: readonly (StoredEvent | null)[]): JobView | undefined {
+  let state: JobState = evolve(null, run);
+  for (const stored of later) if (stored) state = evolve(state, stored.event);
+  return state ?? undefined;
+}
+
 async function readJob(
   jsm: JetStreamManager,
-  clientId: string,
-  jobId: string,
+  ref: JobRef,
 ): Promise<{ run: RunRequested; view: JobView } | undefined> {
   const [run, job, ops] = await Promise.all([
-    readLastEvent(jsm, clientId, jobId, "run"),
-    readLastEvent(jsm, clientId, jobId, "job"),
-    readLastEvent(jsm, clientId, jobId, "ops"),
+    readLastEvent(jsm, ref, "run"),
+    readLastEvent(jsm, ref, "job"),
+    readLastEvent(jsm, ref, "ops"),
   ]);
   if (run?.event.type !== "run.requested") return undefined;
-  let state: JobState = evolve(null, run.event);
-  for (const stored of [job, ops]) if (stored) state = evolve(state, stored.event);
-  return state ? { run: run.event, view: state } : undefined;
+  const view = fold(run.event, [job, ops]);
+  return view ? { run: run.event, view } : undefined;
+}
+
+/** The view of a job whose run was just read (a replayed retry): two reads, not three. */
+async function viewAfter(
+  jsm: JetStreamManager,
+  ref: JobRef,
+  run: RunRequested,
+): Promise<JobView | undefined> {
+  const [job, ops] = await Promise.all([
+    readLastEvent(jsm, ref, "job"),
+    readLastEvent(jsm, ref, "ops"),
+  ]);
+  return fold(run, [job, ops]);
 }
 
 /**
  * Retries a job that ended in error or rejected (operator API): a new run.requested for the same
- * client, route and input, with `retry_of` and a request_id derived from the old job, appended
- * exactly like POST /run (Nats-Msg-Id and expected subject sequence 0), so a repeated retry finds
- * the same new job. Then job.retried on the old job's `.ops` links it to the new one, naming the
- * operator (appended again only if the old job's view does not show the link yet).
+ * client, route and input, with `retry_of` and a request_id derived from the old job, accepted
+ * exactly like POST /run (acceptRun), so a repeated retry finds the same new job. Then
+ * job.retried on the old job's `.ops` links it to the new one, naming the operator (appended
+ * again only if the old job's view does not show the link yet).
  */
 export async function retryJob(
   deps: RetryDeps,
   input: { readonly clientId: string; readonly jobId: string; readonly by: Actor },
 ): Promise<RetryOutcome> {
-  const found = await readJob(deps.jsm, input.clientId, input.jobId);
+  const old = { client_id: input.clientId, job_id: input.jobId };
+  const found = await readJob(deps.jsm, old);
   if (found === undefined) return { kind: "unknown" };
   const decision = decideRetry(found.view, found.run, input.by);
   if (decision.kind === "refuse") return { kind: "not_retryable", status: decision.status };
   const { request } = decision;
-  const newJobId = deps.deriveJobId(input.clientId, request.request_id);
-  const event: RunRequested = {
-    id: deps.ids.next("evt"),
-    type: "run.requested",
-    schema_version: 1,
-    job_id: newJobId,
+  const ref = {
     client_id: input.clientId,
-    occurred_at: deps.clock.now().toISOString(),
+    job_id: deps.deriveJobId(input.clientId, request.request_id),
+  };
+  const outcome = await acceptRun(deps, {
+    ref,
     data: {
       request_id: request.request_id,
       route: request.route,
@@ -80,34 +103,18 @@ export async function retryJob(
       retry_of: request.retry_of,
       requested_by: request.requested_by,
     },
-  };
-  const appended = await appendEvent(deps.js, event, {
-    msgId: newJobId,
-    expectedLastSubjectSeq: 0,
   });
-  let created = appended.kind === "appended";
-  let job = evolve(null, event) as JobView;
-  if (!created) {
-    const existing = await readJob(deps.jsm, input.clientId, newJobId);
-    if (existing === undefined) return { kind: "unknown" };
-    if (existing.run.data.fingerprint !== request.fingerprint) return { kind: "conflict" };
-    job = existing.view;
-    created = false;
-  }
-  if (found.view.retried_as !== newJobId) {
-    await appendEvent(
-      deps.js,
-      {
-        id: deps.ids.next("evt"),
-        type: "job.retried",
-        schema_version: 1,
-        job_id: input.jobId,
-        client_id: input.clientId,
-        occurred_at: deps.clock.now().toISOString(),
-        data: { retry_job_id: newJobId, requested_by: input.by },
-      },
-      { msgId: `retried:${input.jobId}:${newJobId}` },
-    );
+  if (outcome.kind === "conflict") return { kind: "conflict" };
+  if (outcome.kind === "unread") return { kind: "unknown" };
+  const created = outcome.kind === "created";
+  const job = created ? outcome.job : await viewAfter(deps.jsm, ref, outcome.run);
+  if (job === undefined) return { kind: "unknown" };
+  if (found.view.retried_as !== ref.job_id) {
+    const linked = newEvent(deps, old, {
+      type: "job.retried",
+      data: { retry_job_id: ref.job_id, requested_by: input.by },
+    });
+    await appendEvent(deps.js, linked, { msgId: `retried:${input.jobId}:${ref.job_id}` });
   }
   return { kind: "retried", created, job };
 }

@@ -1,5 +1,5 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import "../schema/formats.ts";
+import "../schema/index.ts";
 import { type JobEvent, JobEvent as JobEventSchema } from "../domain/index.ts";
 
 const checker = TypeCompiler.Compile(JobEventSchema);

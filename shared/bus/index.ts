@@ -1,4 +1,3 @@
-export * from "./append.ts";
 export * from "./codec.ts";
 export * from "./consumers.ts";
 export * from "./delivery-gaps.ts";
@@ -6,7 +5,6 @@ export * from "./errors.ts";
 export * from "./js-errors.ts";
 export * from "./meta-secret.ts";
 export * from "./owned-durable-pump.ts";
-export * from "./read.ts";
 export * from "./store-version.ts";
 export * from "./stream-reader.ts";
 export * from "./streams.ts";

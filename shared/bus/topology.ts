@@ -7,6 +7,7 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { keepsByteLimitExactly } from "../nats/index.ts";
 import { markStoreVersion, readStoreVersion, STORE_VERSION } from "./store-version.ts";
 import { ensureStream } from "./streams.ts";
 import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT } from "./subjects.ts";
@@ -18,8 +19,21 @@ export interface TopologyOptions {
   readonly replicas: number;
   readonly eventsMaxAgeMs: number;
   readonly duplicateWindowMs: number;
-  /** -1 for no limit. New events are refused (not old ones dropped) when it is reached. */
+  /**
+   * -1 for no limit. The stream holds it (new events refused, never old ones dropped) only on a
+   * nats-server that keeps it exactly (keepsByteLimitExactly); on an older one the ingress alone
+   * enforces it, for new runs (services/ingress/storage-guard.ts).
+   */
   readonly eventsMaxBytes: number;
+}
+
+/**
+ * The byte limit the events stream itself holds on this server: below 2.10.5 a stream at
+ * max_bytes with discard new can drop its oldest events (keepsByteLimitExactly), so there the
+ * stream holds none and the hub's own check is the limit.
+ */
+export function streamByteLimit(eventsMaxBytes: number, serverVersion: string): number {
+  return keepsByteLimitExactly(serverVersion) ? eventsMaxBytes : -1;
 }
 
 const nanos = (ms: number) => ms * 1_000_000;
@@ -70,7 +84,8 @@ export async function ensureTopology(
   });
   const found = await readStoreVersion(jsm, meta);
   if (found === "fresh") await markStoreVersion(meta);
-  await ensureStream(jsm, eventsStreamConfig(options));
+  const maxBytes = streamByteLimit(options.eventsMaxBytes, nc.info?.version ?? "0.0.0");
+  await ensureStream(jsm, eventsStreamConfig({ ...options, eventsMaxBytes: maxBytes }));
   const jobs = await kvm.create(TOPOLOGY.jobsBucket, {
     history: 1,
     replicas: options.replicas,

@@ -1,9 +1,9 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appendEvent, readLastEvent, TOPOLOGY } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
-import { evolve, isFinal, type JobEvent } from "../domain/index.ts";
+import { evolve, isFinal } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import { JOB_ID_PATTERN } from "../ids/index.ts";
+import { appendEvent, findJobClient, newEvent, readLastEvent } from "../jobs/index.ts";
 import { publishCallbackWakeup } from "../schedule/index.ts";
 
 export interface RedeliveryDeps {
@@ -33,15 +33,6 @@ const refused = (reason: RedeliveryRefusal, message: string): RedeliveryResult =
   message,
 });
 
-/** The client that owns a job, from the subjects holding its run.requested. */
-async function findClient(jsm: JetStreamManager, jobId: string): Promise<string | undefined> {
-  const info = await jsm.streams.info(TOPOLOGY.eventsStream, {
-    subjects_filter: `sy.evt.*.${jobId}.run`,
-  });
-  const subject = Object.keys(info.state.subjects ?? {})[0];
-  return subject?.split(".")[2];
-}
-
 /**
  * Asks the callback service to send a job's callback again: appends callback.redelivery_requested
  * to the job's `.cb` subject, expecting the settled (delivered or failed) event to be the last one,
@@ -56,17 +47,17 @@ export async function requestRedelivery(
   options: RedeliveryOptions = {},
 ): Promise<RedeliveryResult> {
   if (!JOB_ID_PATTERN.test(jobId)) return refused("unknown_job", `'${jobId}' is not a job id`);
-  const clientId = options.clientId ?? (await findClient(deps.jsm, jobId));
-  const run = clientId ? await readLastEvent(deps.jsm, clientId, jobId, "run") : null;
-  if (!clientId || run?.event.type !== "run.requested") {
-    return refused("unknown_job", `no job ${jobId}`);
-  }
+  const clientId = options.clientId ?? (await findJobClient(deps.jsm, jobId));
+  if (!clientId) return refused("unknown_job", `no job ${jobId}`);
+  const ref = { client_id: clientId, job_id: jobId };
+  const run = await readLastEvent(deps.jsm, ref, "run");
+  if (run?.event.type !== "run.requested") return refused("unknown_job", `no job ${jobId}`);
   if (run.event.data.callback_url === undefined) {
     return refused("no_callback", `job ${jobId} was submitted without a callback_url`);
   }
   const [job, cb] = await Promise.all([
-    readLastEvent(deps.jsm, clientId, jobId, "job"),
-    readLastEvent(deps.jsm, clientId, jobId, "cb"),
+    readLastEvent(deps.jsm, ref, "job"),
+    readLastEvent(deps.jsm, ref, "cb"),
   ]);
   let state = evolve(null, run.event);
   if (job) state = evolve(state, job.event);
@@ -94,20 +85,15 @@ export async function requestRedelivery(
       `the callback of job ${jobId} is still pending (${callback?.attempts ?? 0} attempts so far); retries continue on their own`,
     );
   }
-  const event: JobEvent = {
-    id: deps.ids.next("evt"),
+  const event = newEvent(deps, ref, {
     type: "callback.redelivery_requested",
-    schema_version: 1,
-    job_id: jobId,
-    client_id: clientId,
-    occurred_at: deps.clock.now().toISOString(),
     data: {
       attempts: callback.attempts,
       ...(options.requestedBy === undefined
         ? {}
         : { requested_by: options.requestedBy.slice(0, 128) }),
     },
-  };
+  });
   const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: cb.seq });
   if (result.kind === "conflict") {
     return refused("in_progress", `the callback of job ${jobId} changed meanwhile; try again`);

@@ -5,21 +5,12 @@
  * each other. Nothing here connects anywhere; nothing here throws.
  */
 import { createPrivateKey, createPublicKey } from "node:crypto";
-import { CidrParseError, parseCidr } from "../net/cidr.ts";
-import { parseWebhookSecret, WebhookSecretError } from "../webhooks/secret.ts";
+import { executorIssues } from "../executor-kinds/index.ts";
+import { CidrParseError, parseCidr } from "../net/index.ts";
+import { webhookSecretProblem } from "../webhooks/index.ts";
 import { credential } from "./clients.ts";
 import type { ConfigIssue } from "./load.ts";
 import type { ClientEntry, Config, RouteConfig } from "./schema.ts";
-
-/** A webhook secret problem, in words that never echo the secret. */
-function secretProblem(secret: string): string | undefined {
-  try {
-    parseWebhookSecret(secret);
-    return undefined;
-  } catch (err) {
-    return err instanceof WebhookSecretError ? err.message : "is not a usable signing secret";
-  }
-}
 
 /** Says whether the schema found nothing wrong under a key. */
 type Clean = (prefix: string) => boolean;
@@ -61,7 +52,7 @@ function checkClient(client: ClientEntry, i: number, issues: ConfigIssue[], clea
   secrets.forEach((entry, j) => {
     if (!clean(`${key}.callback_secrets[${j}]`)) return;
     const { value, retireAtMs } = credential(entry, "secret");
-    const problem = secretProblem(value);
+    const problem = webhookSecretProblem(value);
     const at =
       typeof entry === "string"
         ? `${key}.callback_secrets[${j}]`
@@ -92,13 +83,8 @@ function checkRoute(
       message: `is ${route.max_input_bytes}, above server.max_body_bytes (${maxBody}): such an input can never arrive; lower it or raise server.max_body_bytes`,
     });
   }
-  if (fine("executor") && route.executor.kind === "http") {
-    const problem = secretProblem(route.executor.secret);
-    if (problem) issues.push({ key: `${key}.executor.secret`, message: problem });
-    if (!URL.canParse(route.executor.url)) {
-      issues.push({ key: `${key}.executor.url`, message: "is not a URL" });
-    }
-  }
+  // What only the executor's kind knows (a secret's form, a URL), under routes[i].executor.
+  if (fine("executor")) issues.push(...executorIssues(route.executor, `${key}.executor`));
 }
 
 function checkCallbacks(config: Config, issues: ConfigIssue[], clean: Clean): void {

@@ -1,17 +1,15 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import type { TSchema } from "@sinclair/typebox";
-import { Value, type ValueError } from "@sinclair/typebox/value";
+import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { semanticIssues } from "./checks.ts";
 import { operationsIssues } from "./operations.ts";
-import { type Config, ConfigSchema } from "./schema.ts";
+import { type ConfigIssue, schemaIssues as issuesOfError, pointerToKey } from "./schema-issues.ts";
 
-/** A config problem: the dotted key it is about, and what is wrong. */
-export interface ConfigIssue {
-  readonly key: string;
-  readonly message: string;
-}
+export type { ConfigIssue };
+export { pointerToKey };
+
+import { type Config, ConfigSchema } from "./schema.ts";
 
 /** Start-up stops with this; its message lists every issue with the key it names. */
 export class ConfigError extends Error {
@@ -25,19 +23,6 @@ export class ConfigError extends Error {
     );
     this.name = "ConfigError";
   }
-}
-
-/** "/clients/0/token_sha256/1" → "clients[0].token_sha256[1]". */
-export function pointerToKey(pointer: string): string {
-  if (pointer === "") return "(root)";
-  return pointer
-    .split("/")
-    .slice(1)
-    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
-    .reduce(
-      (key, part) => (/^\d+$/.test(part) ? `${key}[${part}]` : key ? `${key}.${part}` : part),
-      "",
-    );
 }
 
 /** Reads a file named by `${file:PATH}`; the entry point's filesystem by default. */
@@ -114,22 +99,6 @@ function substitute(
   return value;
 }
 
-function describe(error: ValueError): string {
-  const pattern: unknown = error.schema.pattern;
-  if (typeof pattern === "string") return `must match ${pattern}`;
-  const members: unknown = error.schema.anyOf;
-  if (Array.isArray(members)) {
-    // A union (a plain entry or one with retire_at): describe the member of the value's kind.
-    const kind = typeof error.value;
-    const same = members.find((m: { type?: string }) => m.type === kind) as TSchema | undefined;
-    if (same) {
-      const inner = Value.Errors(same, error.value).First();
-      if (inner) return `${inner.path ? `${inner.path.slice(1)} ` : ""}${describe(inner)}`;
-    }
-  }
-  return error.message.charAt(0).toLowerCase() + error.message.slice(1);
-}
-
 /** True when `key` is `prefix` or lies under it ("clients[0]" holds "clients[0].jwt.issuer"). */
 function under(key: string, prefix: string): boolean {
   return (
@@ -165,6 +134,33 @@ export interface ParseOptions {
   readonly readFile?: SecretFileReader;
   /** Receives the paths of the files read for `${file:…}` (a reload watches them). */
   readonly filesRead?: (paths: readonly string[]) => void;
+  /** Receives what the file should change but that still works (a key under its former name). */
+  readonly notices?: (notices: readonly ConfigIssue[]) => void;
+}
+
+/** Top-level keys under their former names, read as the new ones. */
+const RENAMED_KEYS: Readonly<Record<string, string>> = {
+  // "admin" named the health/metrics port, easily taken for the operator API (admin_api).
+  admin: "monitoring",
+};
+
+/**
+ * Moves keys with a former name to their name, with a notice naming both; both present is an
+ * issue (which one was meant is not known).
+ */
+function renameKeys(raw: Record<string, unknown>, issues: ConfigIssue[]): ConfigIssue[] {
+  const notices: ConfigIssue[] = [];
+  for (const [former, name] of Object.entries(RENAMED_KEYS)) {
+    if (!(former in raw)) continue;
+    if (name in raw) {
+      issues.push({ key: former, message: `is the former name of ${name}; keep only ${name}` });
+      continue;
+    }
+    raw[name] = raw[former];
+    delete raw[former];
+    notices.push({ key: former, message: `is deprecated: rename it to ${name} (same settings)` });
+  }
+  return notices;
 }
 
 /**
@@ -196,18 +192,18 @@ export function parseConfig(
     issues: [],
     files: new Set(),
   };
-  const substituted = substitute(raw, "", sub);
+  const renamed = { ...(raw as Record<string, unknown>) };
+  const notices = renameKeys(renamed, sub.issues);
+  const substituted = substitute(renamed, "", sub);
   options.filesRead?.([...sub.files]);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(substituted));
-  // Union members each report; keep the first message per key so the list stays readable.
-  const schemaIssues = [
-    ...new Map(
-      [...Value.Errors(ConfigSchema, withDefaults)].map((e) => {
-        const key = pointerToKey(e.path);
-        return [key, { key, message: describe(e) }] as const;
-      }),
-    ).values(),
-  ];
+  // A missing key is reported both as missing and as not matching its type: keep the first
+  // message per key so the list stays readable.
+  const byKey = new Map<string, ConfigIssue>();
+  for (const issue of [...Value.Errors(ConfigSchema, withDefaults)].flatMap(issuesOfError)) {
+    if (!byKey.has(issue.key)) byKey.set(issue.key, issue);
+  }
+  const schemaIssues = [...byKey.values()];
   deriveDefaults(substituted, withDefaults);
   const substitutionKeys = new Set(sub.issues.map((i) => i.key));
   const issues = [...sub.issues, ...schemaIssues.filter((i) => !substitutionKeys.has(i.key))];
@@ -220,6 +216,7 @@ export function parseConfig(
     // A shape the schema already refused; its issues are listed.
   }
   if (issues.length > 0) throw new ConfigError(source, issues);
+  if (notices.length > 0) options.notices?.(notices);
   return withDefaults as Config;
 }
 

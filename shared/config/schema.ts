@@ -1,4 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { ExecutorConfigSchema } from "../executor-kinds/index.ts";
 import { DURATION_PATTERN } from "./duration.ts";
 import { AdminApiConfig, ConsoleConfig, IndexConfig, OperatorConfig } from "./operations.ts";
 
@@ -74,15 +75,6 @@ const ClientConfig = Type.Object(
   { additionalProperties: false },
 );
 
-const BuiltinExecutor = Type.Object(
-  {
-    kind: Type.Literal("builtin"),
-    name: Type.Union([Type.Literal("echo"), Type.Literal("sleep")]),
-    sleep_ms: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 0 }),
-  },
-  { additionalProperties: false },
-);
-
 /** Completion callbacks: egress policy, per-attempt budget and the default retry schedule. */
 const CallbacksConfig = Type.Object(
   {
@@ -133,44 +125,6 @@ const CallbacksConfig = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
-/** An HTTP executor: tasks are POSTed, signed with Standard Webhooks (docs/executors.md). */
-const HttpExecutor = Type.Object(
-  {
-    kind: Type.Literal("http"),
-    url: Type.String({ pattern: "^https?://", maxLength: 2048 }),
-    /** Signing secret of the task POSTs, `whsec_…`; keep it in the environment (`${ENV}`). */
-    secret: Type.String({ pattern: "^whsec_[A-Za-z0-9+/=]+$" }),
-    /** SHA-256 of the executor's report tokens (POST /executor/v1/jobs/{id}/events). */
-    token_sha256: Type.Array(Type.String({ pattern: "^[0-9a-f]{64}$" }), {
-      default: [],
-      uniqueItems: true,
-    }),
-    timeout: Duration("30s", "Budget of one task POST, the answer's body included."),
-    /** Largest answer read; above it the job ends in error executor_response_too_large. */
-    max_response_bytes: Type.Integer({ minimum: 1024, maximum: 16_777_216, default: 262_144 }),
-    /** Where a signed cancel request is POSTed once when a job of this route is cancelled. */
-    cancel_url: Type.Optional(Type.String({ pattern: "^https?://", maxLength: 2048 })),
-    max_attempts: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
-    retry_backoff: Type.Array(Type.String({ pattern: DURATION_PATTERN }), {
-      minItems: 1,
-      maxItems: 50,
-      default: ["1s", "5s", "30s", "2m"],
-      description: "Delay before retry n (the last entry repeats).",
-    }),
-  },
-  { additionalProperties: false },
-);
-
-/** A NATS executor: tasks go to the work queue sy.task.<route>, pulled by shared/worker. */
-const NatsExecutor = Type.Object(
-  {
-    kind: Type.Literal("nats"),
-    ack_wait: Duration("30s", "How long a silent worker keeps a task before it is redelivered."),
-    max_deliver: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
-  },
-  { additionalProperties: false },
-);
-
 const RouteConfig = Type.Object(
   {
     key: Type.String({ pattern: ROUTE_KEY_PATTERN, maxLength: 128 }),
@@ -179,7 +133,7 @@ const RouteConfig = Type.Object(
     deadline: Duration("15m", "How long a job may stay non-final before it errors."),
     /** Tasks of this route in flight at once, over every executor replica and worker. */
     concurrency: Type.Integer({ minimum: 1, maximum: 10_000, default: 16 }),
-    executor: Type.Union([BuiltinExecutor, HttpExecutor, NatsExecutor]),
+    executor: ExecutorConfigSchema,
     tool_set: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
@@ -242,7 +196,9 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    admin: Type.Object(
+    // Health, readiness and metrics of every service; not the operator API (admin_api, served
+    // under /admin/v1 on server.port). Read from `admin` too, the key's former name (load.ts).
+    monitoring: Type.Object(
       {
         host: Type.String({ default: "127.0.0.1" }),
         port: Type.Integer({ minimum: 0, maximum: 65535, default: 9090 }),
@@ -312,7 +268,5 @@ export type ClientConfig = Omit<ClientEntry, "token_sha256" | "callback_secrets"
   readonly callback_secrets: readonly string[];
 };
 export type RouteConfig = Static<typeof RouteConfig>;
-export type HttpExecutorConfig = Static<typeof HttpExecutor>;
-export type NatsExecutorConfig = Static<typeof NatsExecutor>;
 export type JwtConfig = Static<typeof JwtConfig>;
 export type CallbacksConfig = Static<typeof CallbacksConfig>;

@@ -199,18 +199,3 @@ export function recordAttempt(input: {
     }
   }
 }
-
-/** The attempt count recorded by a `.cb` event (0 when there is none). */
-export function attemptsRecorded(last: CallbackLogEntry | null): number {
-  if (!last) return 0;
-  const { event } = last;
-  if (event.type === "callback.attempted") return event.data.attempt;
-  if (
-    event.type === "callback.delivered" ||
-    event.type === "callback.failed" ||
-    event.type === "callback.redelivery_requested"
-  ) {
-    return event.data.attempts;
-  }
-  return 0;
-}

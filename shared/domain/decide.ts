@@ -153,6 +153,30 @@ export function decideCancel(state: JobView, by: Actor): CancelDecision {
   return { kind: "cancel", intent: cancelIntent(by) };
 }
 
+/** What is known of the run a job id already holds: its request_id and body fingerprint. */
+export interface AcceptedRun {
+  readonly request_id: string;
+  readonly fingerprint: string;
+}
+
+export type ReplayDecision =
+  /** The same request again: it is answered with the job it created (200). */
+  | { readonly kind: "replay" }
+  /** The job id's request_id was used with another body (409 request_id_conflict). */
+  | { readonly kind: "conflict"; readonly request_id: string };
+
+const REPLAY: ReplayDecision = { kind: "replay" };
+
+/**
+ * decide(run, job id taken): a run whose job id already holds a run (a stored view, or a `.run`
+ * subject that was not empty) is a replay when its body has the same fingerprint, and a conflict
+ * otherwise.
+ */
+export function decideReplay(accepted: AcceptedRun, fingerprint: string): ReplayDecision {
+  if (accepted.fingerprint === fingerprint) return REPLAY;
+  return { kind: "conflict", request_id: accepted.request_id };
+}
+
 /** The request_id of the retry of a job: derived from the old job, so a double click is one retry. */
 export function retryRequestId(jobId: string): string {
   return `retry:${jobId}`;

@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { ExecutorKindSchema } from "../executor-kinds/index.ts";
 
 /** Version of the event envelope and data shapes; bumped on any breaking change. */
 export const EVENT_SCHEMA_VERSION = 1 as const;
@@ -67,11 +68,8 @@ export const RunSummary = Type.Object(
 );
 export type RunSummary = Static<typeof RunSummary>;
 
-const ExecutorTarget = Type.Union([
-  Type.Literal("builtin"),
-  Type.Literal("http"),
-  Type.Literal("nats"),
-]);
+/** The kind that took the job: one of the shipped executor kinds (shared/executor-kinds). */
+const ExecutorTarget = ExecutorKindSchema;
 
 /** The job was handed to an executor that finishes it later (a NATS worker, an HTTP 202). */
 export const JobDispatchedData = Type.Object(
@@ -282,7 +280,7 @@ export type JobEventType = JobEvent["type"];
 export type EventOf<T extends JobEventType> = Extract<JobEvent, { type: T }>;
 export type EventData<T extends JobEventType> = EventOf<T>["data"];
 
-/** Which per-job subject an event type is appended to (see shared/bus/subjects.ts). */
+/** Which per-job subject an event type is appended to (see shared/jobs/subjects.ts). */
 export type EventStreamKind = "run" | "job" | "cb" | "ops";
 
 /** Maps an event type to the per-job subject it lives on. */

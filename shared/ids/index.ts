@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { KV } from "@nats-io/kv";
-import { loadMetaSecret } from "../bus/meta-secret.ts";
+import { loadMetaSecret } from "../bus/index.ts";
 
 /** Pattern of a job id: `job_` and 22 base64url characters (132 bits). */
 export const JOB_ID_PATTERN = /^job_[A-Za-z0-9_-]{22}$/;

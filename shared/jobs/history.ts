@@ -1,8 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { decodeEvent, PoisonMessageError } from "../bus/codec.ts";
-import { subjectFilters } from "../bus/subjects.ts";
-import { TOPOLOGY } from "../bus/topology-names.ts";
+import { decodeEvent, PoisonMessageError, TOPOLOGY } from "../bus/index.ts";
 import { type JobEvent, type JobState, transition } from "../domain/index.ts";
+import { type JobRef, subjectFilters } from "./subjects.ts";
 
 /** One stored event of a job with its stream sequence and the server's receive time. */
 export interface HistoryEntry {
@@ -20,11 +19,8 @@ export const MAX_HISTORY = 10_000;
  * (`next_by_subj` on the job's subjects). Not for the common path: a job has a handful of events,
  * and this runs for an operator's timeline and when a projection heals a job after a crash.
  */
-export async function readJobHistory(
-  jsm: JetStreamManager,
-  ref: { readonly clientId: string; readonly jobId: string },
-): Promise<HistoryEntry[]> {
-  const subject = subjectFilters.job(ref.clientId, ref.jobId);
+export async function readJobHistory(jsm: JetStreamManager, ref: JobRef): Promise<HistoryEntry[]> {
+  const subject = subjectFilters.job(ref);
   const entries: HistoryEntry[] = [];
   let seq = 1;
   while (entries.length < MAX_HISTORY) {

@@ -1,27 +1,26 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { readLastEvent } from "../bus/read.ts";
-import { jobViewKey } from "../bus/subjects.ts";
 import { evolve, type JobState, type JobView } from "../domain/index.ts";
 import { GenerationalMap } from "./generations.ts";
+import { readLastEvent } from "./read.ts";
+import { type JobRef, jobViewKey } from "./subjects.ts";
 import type { JobViewCache } from "./view-cache.ts";
+import { jobViewCodec } from "./view-codec.ts";
 
 export interface JobReader {
   /** The client's job, or null when the client has no such job. */
-  get(clientId: string, jobId: string): Promise<JobView | null>;
+  get(ref: JobRef): Promise<JobView | null>;
   /** The view from the in-process cache only (no I/O); undefined when not cached. */
-  cached?(clientId: string, jobId: string): JobView | undefined;
+  cached?(ref: JobRef): JobView | undefined;
   /**
    * This process appended an event of the job at stream sequence `seq` (a cancel): until
    * the view has applied it, `get` folds the job from the stream instead of serving the older view.
    */
-  appended(clientId: string, jobId: string, seq: number): void;
+  appended(ref: JobRef, seq: number): void;
 }
 
 /** Appends remembered for read-your-writes; older ones drop out (their views caught up long ago). */
 const APPENDS_REMEMBERED = 10_000;
-
-const decoder = new TextDecoder();
 
 /**
  * Reads the job view from KV, falling back to the event stream when the projector has not written
@@ -44,12 +43,12 @@ export function createJobReader(deps: {
     if (view.seq >= seq) appends.delete(key);
     return view.seq < seq;
   };
-  const fromStream = async (clientId: string, jobId: string): Promise<JobView | null> => {
-    const run = await readLastEvent(deps.jsm, clientId, jobId, "run");
+  const fromStream = async (ref: JobRef): Promise<JobView | null> => {
+    const run = await readLastEvent(deps.jsm, ref, "run");
     if (!run) return null;
     const [job, cb] = await Promise.all([
-      readLastEvent(deps.jsm, clientId, jobId, "job"),
-      readLastEvent(deps.jsm, clientId, jobId, "cb"),
+      readLastEvent(deps.jsm, ref, "job"),
+      readLastEvent(deps.jsm, ref, "cb"),
     ]);
     let state: JobState = evolve(null, run.event);
     let seq = run.seq;
@@ -62,23 +61,23 @@ export function createJobReader(deps: {
   };
 
   return {
-    async get(clientId, jobId) {
-      const key = jobViewKey(clientId, jobId);
+    async get(ref) {
+      const key = jobViewKey(ref);
       const hit = cache?.get(key);
       if (hit && !behind(key, hit)) return hit;
       const entry = await deps.kv.get(key);
       if (entry && entry.operation === "PUT" && entry.length > 0) {
-        const view = JSON.parse(decoder.decode(entry.value)) as JobView;
+        const view = jobViewCodec.decode(entry.value);
         if (!behind(key, view)) {
           cache?.remember(key, entry.revision, view);
           return view;
         }
       }
-      return fromStream(clientId, jobId);
+      return fromStream(ref);
     },
-    cached: (clientId, jobId) => cache?.get(jobViewKey(clientId, jobId)),
-    appended(clientId, jobId, seq) {
-      const key = jobViewKey(clientId, jobId);
+    cached: (ref) => cache?.get(jobViewKey(ref)),
+    appended(ref, seq) {
+      const key = jobViewKey(ref);
       appends.set(key, Math.max(seq, appends.get(key) ?? 0));
     },
   };

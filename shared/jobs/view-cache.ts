@@ -11,9 +11,12 @@ import { GenerationalMap } from "./generations.ts";
  * its CPU under POST load (every projector write delivered to, and parsed by, every ingress
  * replica), so it grew with replicas × writes, not with reads.
  *
- * Two things can still change a settled view: an operator's callback redelivery request (the
- * callback goes back to pending) and a projector rebuild. Entries are therefore trusted for
- * `maxAgeMs` (default 30 s) after they were read from KV, then read again.
+ * Events can still change a settled view (an operator's retry adds `retried_as`, a callback
+ * redelivery request makes the callback pending again). The projector announces each write over a
+ * settled view (view-notices.ts) and every replica's cache drops that entry (`invalidate`), so a
+ * reader sees the change as soon as the view is written. The notice is core NATS, so one can be
+ * missed while a replica is disconnected: a reconnect empties the cache (`clear`), and entries
+ * are trusted for at most `maxAgeMs` (default 30 s) after they were read from KV in any case.
  *
  * Bounded: about `maxEntries` views (a GenerationalMap: the older half is dropped whole).
  */
@@ -22,6 +25,13 @@ export interface JobViewCache {
   get(key: string): JobView | undefined;
   /** Offers a view just read from KV; kept only when settled and newer than what is held. */
   remember(key: string, revision: number, view: JobView): void;
+  /**
+   * The view of `key` was rewritten at KV `revision`: drop it, and refuse any older revision a
+   * read still in flight offers afterwards.
+   */
+  invalidate(key: string, revision: number): void;
+  /** Drops every entry (a notice may have been missed). */
+  clear(): void;
   readonly size: number;
 }
 
@@ -34,7 +44,8 @@ export interface JobViewCacheOptions {
 
 interface Entry {
   readonly revision: number;
-  readonly view: JobView;
+  /** Undefined: invalidated at `revision`, nothing cached. */
+  readonly view: JobView | undefined;
   readonly at: number;
 }
 
@@ -47,7 +58,8 @@ export function isSettledView(view: JobView): boolean {
 export function createJobViewCache(options: JobViewCacheOptions): JobViewCache {
   const maxAgeMs = options.maxAgeMs ?? 30_000;
   const { now } = options;
-  const entries = new GenerationalMap<Entry>(options.maxEntries ?? 20_000);
+  const maxEntries = options.maxEntries ?? 20_000;
+  let entries = new GenerationalMap<Entry>(maxEntries);
 
   return {
     get(key) {
@@ -61,6 +73,14 @@ export function createJobViewCache(options: JobViewCacheOptions): JobViewCache {
       const current = entries.get(key);
       if (current !== undefined && current.revision > revision) return;
       entries.set(key, { revision, view, at: now() });
+    },
+    invalidate(key, revision) {
+      const current = entries.get(key);
+      if (current !== undefined && current.revision > revision) return;
+      entries.set(key, { revision, view: undefined, at: now() });
+    },
+    clear() {
+      entries = new GenerationalMap<Entry>(maxEntries);
     },
     get size() {
       return entries.size;

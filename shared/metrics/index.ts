@@ -134,7 +134,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): HubMe
     }),
     streamLimitBytes: new Gauge({
       name: "switchyard_stream_limit_bytes",
-      help: "A hub stream's max_bytes, for streams that have one",
+      help: "A hub stream's byte limit, for streams that have one (the events stream: nats.events_max_bytes)",
       labelNames: ["stream"],
       registers,
     }),

@@ -1,3 +1,4 @@
 export * from "./coalesce.ts";
 export * from "./headers.ts";
 export * from "./server.ts";
+export * from "./version.ts";

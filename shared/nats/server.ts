@@ -63,6 +63,12 @@ export interface NatsServerOptions {
    * `setpriv --pdeathsig TERM`, so the kernel stops it when this process dies, even by SIGKILL.
    */
   readonly dieWithParent?: boolean;
+  /**
+   * Run the server in a session and process group of its own (setsid), so the signals a terminal
+   * sends to its foreground group (Ctrl-C, `timeout`) reach only the process that started it,
+   * which stops the server after its own drain. Default false.
+   */
+  readonly ownProcessGroup?: boolean;
 }
 
 /** util-linux's setpriv, which sets the parent-death signal and then execs (same pid). */
@@ -108,7 +114,12 @@ export async function startNatsServer(options: NatsServerOptions): Promise<Manag
   // fires exactly when this process ends.
   const setpriv = options.dieWithParent === false ? undefined : findSetpriv(options.env);
   const command = setpriv ? [setpriv, "--pdeathsig", "TERM", binary, ...args] : [binary, ...args];
-  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const child = Bun.spawn(command, {
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+    detached: options.ownProcessGroup === true,
+  });
   let log = "";
   let resolvePort: (port: number) => void = () => {};
   let rejectPort: (err: Error) => void = () => {};

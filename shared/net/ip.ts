@@ -64,11 +64,6 @@ export function parseIp(text: string): IpAddress | undefined {
   return parseIpv4(text) ?? parseIpv6(text);
 }
 
-/** Formats an IPv4 value as a dotted quad. */
-export function formatIpv4(value: bigint): string {
-  return [24n, 16n, 8n, 0n].map((shift) => String((value >> shift) & 0xffn)).join(".");
-}
-
 /** The IPv4 address carried in the low 32 bits of an IPv6 value. */
 export function lowIpv4(value: bigint): IpAddress {
   return { family: 4, value: value & 0xffff_ffffn };

@@ -53,7 +53,7 @@ async function discardBody(res: Response, request: SendRequest): Promise<void> {
  *
  * Why fetch and not node:http: in the e2e benchmark the callback service peaked at 110–114 MB
  * with it against 131–151 MB with node:http (whose request, socket and stream objects are all
- * JavaScript), and spent 360–365 against 376–422 µs per job (docs/performance.md). TLS stays on
+ * JavaScript), and spent 360–365 against 376–422 µs per job (docs/history/performance.md). TLS stays on
  * node:https (send-tls.ts): fetch's pool is keyed by address and port, and a TLS connection must
  * also be keyed by the name it was verified for.
  */

@@ -1,6 +1,6 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { jobViewKey } from "../bus/index.ts";
 import type { JobEvent } from "../domain/index.ts";
+import { jobViewKey } from "../jobs/index.ts";
 import type { HeldJob } from "./read-model.ts";
 
 /**
@@ -15,7 +15,7 @@ export class HeldJobs<State> {
 
   /** Adds an event to its job's group (starting the group on its first event); returns it. */
   add(msg: JsMsg, event: JobEvent, now: number): HeldJob<State> {
-    const key = jobViewKey(event.client_id, event.job_id);
+    const key = jobViewKey(event);
     let job = this.jobs.get(key);
     if (job === undefined) {
       job = {

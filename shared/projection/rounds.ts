@@ -93,7 +93,7 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
   const heal = async (job: HeldJob<State>): Promise<boolean> => {
     const [state] = await model.load([job]);
     if (state === undefined) return false;
-    const history = await readJobHistory(deps.jsm, { clientId: job.clientId, jobId: job.jobId });
+    const history = await readJobHistory(deps.jsm, { client_id: job.clientId, job_id: job.jobId });
     job.state = model.replay(state, history);
     job.folded = job.events.length;
     return true;

@@ -8,7 +8,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { ensureStream } from "../bus/streams.ts";
+import { ensureStream } from "../bus/index.ts";
 
 /*
  * Telling executors that a job was cancelled (docs/executors.md, "Cancel"). The cancel itself is
@@ -73,8 +73,8 @@ export async function ensureCancelQueue(
 }
 
 /**
- * Tells executors: a core publish for processes running the job now, and (for an HTTP executor
- * with a cancel_url) a durable entry for the one cancel request. Resolves once the entry is stored.
+ * Tells executors: a core publish for processes running the job now, and (for a route whose kind
+ * sends a cancel request, e.g. HTTP with a cancel_url) a durable entry for the one request. Resolves once the entry is stored.
  */
 export async function publishCancelNotice(
   deps: {
@@ -83,11 +83,11 @@ export async function publishCancelNotice(
     readonly jsm: JetStreamManager;
   },
   notice: CancelNotice,
-  options: { readonly httpCancel: boolean; readonly replicas: number },
+  options: { readonly cancelRequest: boolean; readonly replicas: number },
 ): Promise<void> {
   const bytes = encoder.encode(JSON.stringify(notice));
   deps.nc.publish(cancelSubject(notice.client_id, notice.job_id), bytes);
-  if (!options.httpCancel) return;
+  if (!options.cancelRequest) return;
   await ensureCancelQueue(deps.jsm, { replicas: options.replicas });
   await deps.js.publish(
     `${CANCEL_QUEUE_SUBJECT_ROOT}.${notice.client_id}.${notice.job_id}`,

@@ -1,7 +1,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { ensureDurable } from "../bus/consumers.ts";
+import { ensureDurable } from "../bus/index.ts";
 import { RunSummary } from "../domain/index.ts";
 import { traceHeaders } from "../trace/index.ts";
 import { DEADLINE_STREAM, deadlineConsumerName, deadlineSubject } from "./streams.ts";

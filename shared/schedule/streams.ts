@@ -4,7 +4,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from "@nats-io/jetstream";
-import { ensureStream } from "../bus/streams.ts";
+import { ensureStream } from "../bus/index.ts";
 
 /*
  * Work-queue streams of scheduled hub work. A message is deleted once acked, so each holds only

@@ -1,5 +1,6 @@
 import { SQL } from "bun";
 import type { JobView } from "../domain/index.ts";
+import { jobViewCodec } from "../jobs/index.ts";
 import {
   CLAIM_SQL,
   COUNT_UPSERT_TAIL,
@@ -99,7 +100,10 @@ export function openPostgresIndex(
         params.values,
       );
       for (const r of found) {
-        out.set(indexKey(String(r.client_id), String(r.job_id)), JSON.parse(String(r.view)));
+        out.set(
+          indexKey(String(r.client_id), String(r.job_id)),
+          jobViewCodec.fromText(String(r.view)),
+        );
       }
       return out;
     },
@@ -124,7 +128,7 @@ export function openPostgresIndex(
       const { sql: text, params } = pageSql("postgres", query);
       const found = await rows(text, params);
       return pageOf(
-        found.map((r) => JSON.parse(String(r.view)) as JobView),
+        found.map((r) => jobViewCodec.fromText(String(r.view))),
         query.limit,
       );
     },
@@ -152,7 +156,7 @@ export function openPostgresIndex(
           "SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, job_id) > ($1, $2) ORDER BY client_id, job_id LIMIT $3",
           [after.client, after.job, batch],
         );
-        for (const r of found) yield JSON.parse(String(r.view)) as JobView;
+        for (const r of found) yield jobViewCodec.fromText(String(r.view));
         const last = found[found.length - 1];
         if (last === undefined || found.length < batch) return;
         after = { client: String(last.client_id), job: String(last.job_id) };

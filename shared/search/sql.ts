@@ -1,4 +1,5 @@
 import type { JobView } from "../domain/index.ts";
+import { jobViewCodec } from "../jobs/index.ts";
 import {
   type CountQuery,
   EMPTY_POSITION,
@@ -213,7 +214,7 @@ export function rowValues(view: JobView, tenant: string | undefined): unknown[] 
     tenant ?? null,
     view.callback?.status ?? null,
     view.seq,
-    JSON.stringify(view),
+    jobViewCodec.toText(view),
   ];
 }
 

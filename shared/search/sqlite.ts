@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { JobView } from "../domain/index.ts";
+import { jobViewCodec } from "../jobs/index.ts";
 import {
   CLAIM_SQL,
   COUNT_UPSERT_TAIL,
@@ -30,7 +31,7 @@ import {
 type Value = string | number | bigint | boolean | null;
 
 const decodeViews = (rows: { view: string }[]): JobView[] =>
-  rows.map((r) => JSON.parse(r.view) as JobView);
+  rows.map((r) => jobViewCodec.fromText(r.view));
 
 /**
  * The index in SQLite (bun:sqlite), the embedded default: one file under the data directory, in
@@ -82,7 +83,7 @@ export function openSqliteIndex(path: string): IndexStore {
       const get = db.query("SELECT view FROM sy_jobs WHERE client_id = ? AND job_id = ?");
       for (const { clientId, jobId } of keys) {
         const row = get.get(clientId, jobId) as { view: string } | null;
-        if (row) out.set(indexKey(clientId, jobId), JSON.parse(row.view) as JobView);
+        if (row) out.set(indexKey(clientId, jobId), jobViewCodec.fromText(row.view));
       }
       return out;
     },
@@ -147,7 +148,7 @@ export function openSqliteIndex(path: string): IndexStore {
           job_id: string;
           view: string;
         }[];
-        for (const row of rows) yield JSON.parse(row.view) as JobView;
+        for (const row of rows) yield jobViewCodec.fromText(row.view);
         const last = rows[rows.length - 1];
         if (last === undefined || rows.length < batch) return;
         after = { client: last.client_id, job: last.job_id };

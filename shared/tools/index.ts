@@ -23,6 +23,7 @@ export {
   type Principal,
 } from "./confirm.ts";
 export { DiagnosticSink } from "./diagnostics.ts";
+export { planHandwritten } from "./handwritten.ts";
 export { checkSchema, META_SCHEMA_ID, metaSchemaErrors } from "./json-schema.ts";
 export {
   classifyDocument,
@@ -43,6 +44,7 @@ export { type ReadOutput, readCompileOutput } from "./read-output.ts";
 export type { ToolSpec } from "./record.ts";
 export { looksMutating, methodDefaults } from "./risk.ts";
 export * from "./schemas.ts";
+export { registerToolSource } from "./sources/index.ts";
 export { MCP_METHOD, mcpRisk, mcpToolPath } from "./sources/mcp/index.ts";
 export { fetchMcpTools, type McpServerSpec } from "./sources/mcp/live.ts";
 export { openApiVersion } from "./sources/openapi/index.ts";
@@ -53,6 +55,7 @@ export {
   validateOverlay,
 } from "./sources/overlay/apply.ts";
 export { defineTool } from "./sources/sdk/define.ts";
+export type { LoadedInput, PlannedTool, SourceContext, ToolSource } from "./sources/types.ts";
 export { type ToolSetStats, toolSetStats } from "./stats.ts";
 export {
   BUDGET_OMISSION_CODES,

@@ -151,7 +151,6 @@ export const CompileResultSchema = Type.Object(
 
 export type ConfirmCondition = Static<typeof ConfirmConditionSchema>;
 export type Diagnostic = Static<typeof DiagnosticSchema>;
-export type InputSchema = Static<typeof InputSchemaSchema>;
 export type ToolDefinition = Static<typeof ToolDefinitionSchema>;
 export type CompileResult = Static<typeof CompileResultSchema>;
 

@@ -1,6 +1,6 @@
 import type { MsgHdrs } from "@nats-io/transport-node";
 import { idBytes } from "../ids/index.ts";
-import { headersOf } from "../nats/headers.ts";
+import { headersOf } from "../nats/index.ts";
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 

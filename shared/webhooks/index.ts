@@ -11,6 +11,7 @@ export {
   WebhookSecretError,
   type WebhookSecretInput,
   type WebhookSecretProblem,
+  webhookSecretProblem,
 } from "./secret.ts";
 export {
   computeSignature,

@@ -93,3 +93,13 @@ export type WebhookSecretInput = string | WebhookSecret;
 export function toWebhookSecret(input: WebhookSecretInput): WebhookSecret {
   return typeof input === "string" ? parseWebhookSecret(input) : input;
 }
+
+/** What is wrong with a configured signing secret, in words that never echo it; undefined: nothing. */
+export function webhookSecretProblem(secret: string): string | undefined {
+  try {
+    parseWebhookSecret(secret);
+    return undefined;
+  } catch (err) {
+    return err instanceof WebhookSecretError ? err.message : "is not a usable signing secret";
+  }
+}

@@ -4,7 +4,6 @@
  */
 export * from "./protocol.ts";
 export { type PullLoop, type PullLoopOptions, runPullLoop, TaskSet } from "./pull.ts";
-export * from "./status.ts";
 export {
   createWorker,
   TaskCancelledError,

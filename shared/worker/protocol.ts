@@ -7,8 +7,7 @@ import {
 } from "@nats-io/jetstream";
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { ensureDurable } from "../bus/consumers.ts";
-import { ensureStream } from "../bus/streams.ts";
+import { ensureDurable, ensureStream } from "../bus/index.ts";
 import { RunSummary } from "../domain/index.ts";
 
 /** Work-queue stream of tasks, one subject per route: sy.task.<route>. */

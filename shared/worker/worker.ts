@@ -6,13 +6,13 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { TRACEPARENT_HEADER } from "../bus/codec.ts";
-import { isJsError } from "../bus/js-errors.ts";
+import { isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
-import { headerOf } from "../nats/headers.ts";
-import { CANCEL_SUBJECT_ROOT, decodeCancelNotice } from "../schedule/cancel-notice.ts";
+import { type CurrentStatus, statusAfterWrite, writeStatus } from "../jobs/index.ts";
+import { headerOf } from "../nats/index.ts";
+import { CANCEL_SUBJECT_ROOT, decodeCancelNotice } from "../schedule/index.ts";
 import { traceIdOf } from "../trace/index.ts";
 import {
   decodeTask,
@@ -23,7 +23,6 @@ import {
   withTools,
 } from "./protocol.ts";
 import { type PullLoop, runPullLoop, TaskSet } from "./pull.ts";
-import { type CurrentStatus, statusAfterWrite, writeStatus } from "./status.ts";
 
 /** What a handler gets besides the task. */
 export interface TaskContext {
@@ -133,7 +132,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const toolSets = (): ToolSetReader =>
     options.toolSets ?? {
       async getToolSet(name) {
-        store ??= import("../tools/store.ts").then((m) => m.openToolSetStore(options.nc));
+        store ??= import("../tools/index.ts").then((m) => m.openToolSetStore(options.nc));
         return (await store).getToolSet(name);
       },
     };

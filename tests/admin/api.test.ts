@@ -356,6 +356,33 @@ describe("actions", () => {
     expect(counts.by_status.done).toBeGreaterThan(0);
     expect(counts.by_route["demo.echo"]).toBeGreaterThan(0);
     expect(counts.total).toBe(Object.values(counts.by_status).reduce((a, b) => a + b, 0));
+    // The window bounds what is counted: every job of this file was created in the last hour.
+    const windowed = async (fromMs: number, toMs: number) => {
+      const after = new Date(fromMs).toISOString();
+      const before = new Date(toMs).toISOString();
+      const page = await op.admin(
+        `/counts?client=acme&created_after=${after}&created_before=${before}`,
+        victor,
+      );
+      expect(page.status).toBe(200);
+      return (await page.json()) as typeof counts & { window: { from: string; to: string } };
+    };
+    const hour = 3_600_000;
+    const earlier = await windowed(Date.now() - 3 * hour, Date.now() - 2 * hour);
+    expect(earlier.total).toBe(0);
+    expect(earlier.by_status).toEqual({});
+    const lastHour = await windowed(Date.now() - hour, Date.now() + 60_000);
+    expect(lastHour.total).toBe(counts.total);
+    expect(lastHour.by_status).toEqual(counts.by_status);
+    // Widened to whole minutes.
+    const within = await windowed(
+      Date.parse("2026-03-04T05:06:30Z"),
+      Date.parse("2026-03-04T05:08:10Z"),
+    );
+    expect(within.window).toEqual({
+      from: "2026-03-04T05:06:00.000Z",
+      to: "2026-03-04T05:09:00.000Z",
+    });
     const overview = (await (await op.admin("/overview", victor)).json()) as {
       per_minute: { accepted: number[] };
       jobs_24h: Record<string, number>;

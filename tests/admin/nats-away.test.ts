@@ -16,6 +16,14 @@ const alice = OPERATOR_TOKENS.alice;
 const JSON_BODY = { method: "POST", body: "{}", headers: { "content-type": "application/json" } };
 let op: OperatorHub;
 let jobId = "";
+/** The job as the operator API showed it before NATS went away: status, timeline and links. */
+let before: JobDetail;
+
+interface JobDetail {
+  job: { status: string };
+  timeline: { seq: number; type: string }[];
+  links: Record<string, string>;
+}
 
 beforeAll(async () => {
   op = await startOperatorHub();
@@ -34,6 +42,8 @@ beforeAll(async () => {
   };
   expect(overview.event_store).toBe("reachable");
   expect(overview.consumers.length).toBeGreaterThan(0);
+  before = (await (await op.admin(`/jobs/${jobId}`, alice)).json()) as JobDetail;
+  expect(before.job.status).toBe("dispatched");
   await op.hub.nats.kill("SIGKILL");
   await waitFor("the hub to see NATS gone", () => !op.hub.running.hub.connected());
 });
@@ -55,7 +65,7 @@ describe("the operator API with NATS away", () => {
   });
 
   for (const action of ["cancel", "retry"]) {
-    test(`${action} needs the stream: 503 unavailable, nothing changed`, async () => {
+    test(`${action} needs the stream: 503 unavailable`, async () => {
       await expectUnavailable(await op.admin(`/jobs/${jobId}/${action}`, alice, JSON_BODY));
     });
   }
@@ -102,7 +112,7 @@ describe("the operator API with NATS away", () => {
 });
 
 describe("the operator API after NATS is back", () => {
-  test("the overview sees the event store again, and a cancel goes through", async () => {
+  test("the refused cancel and retry changed nothing; the overview sees the event store again, and a cancel goes through", async () => {
     await op.hub.nats.restart();
     await waitFor("the hub to reconnect", () => op.hub.running.hub.connected(), {
       timeoutMs: 20_000,
@@ -116,6 +126,10 @@ describe("the operator API after NATS is back", () => {
       { timeoutMs: 20_000, intervalMs: 200 },
     );
     expect(overview.event_store).toBe("reachable");
+    const after = (await (await op.admin(`/jobs/${jobId}`, alice)).json()) as JobDetail;
+    expect(after.job.status).toBe("dispatched");
+    expect(after.timeline).toEqual(before.timeline);
+    expect(after.links).toEqual(before.links);
     const cancel = await waitFor(
       "a cancel to be stored",
       async () => {

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportPKCS8, exportSPKI, generateKeyPair } from "jose";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import { DEFAULT_CLIENTS, startHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -126,7 +126,7 @@ describe("audit trail (real nats-server)", () => {
       expect(reordered.stdout).toContain(`CHAIN seq=${seqOf(lines[4] as string)} out of order`);
 
       // Corrupt one job view on purpose: verify reports the job, the field and both values.
-      const key = jobViewKey("acme", jobs[0] as string);
+      const key = jobViewKey({ client_id: "acme", job_id: jobs[0] as string });
       const view = (await hub.running.hub.jobs.get(key))?.json() as Record<string, unknown>;
       await hub.running.hub.jobs.put(key, JSON.stringify({ ...view, status: "error" }));
       const corrupted = await cli(["audit", "verify"], url);

@@ -75,6 +75,7 @@ beforeAll(async () => {
   callback = createCallbackService({
     js: hub.running.hub.js,
     jsm: hub.running.hub.jsm,
+    nc: hub.running.hub.nc,
     settings: callbackSettings(config),
     client: createRouteTable(config).client,
     logger,

@@ -5,11 +5,12 @@ import {
 } from "../../services/callback/index.ts";
 import { type RunningHub, startServices } from "../../services/runtime/run.ts";
 import { hashToken } from "../../shared/auth/index.ts";
-import { appendEvent, decodeEvent, jobSubject, TOPOLOGY } from "../../shared/bus/index.ts";
+import { decodeEvent, TOPOLOGY } from "../../shared/bus/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseConfig } from "../../shared/config/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
+import { appendEvent, jobSubject } from "../../shared/jobs/index.ts";
 import type { Resolver } from "../../shared/net/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { testIndexYaml } from "../helpers/hub.ts";
@@ -31,7 +32,7 @@ export const TOKENS = {
 export function callbackYaml(natsUrl: string, schedule: readonly string[] = ["100ms", "200ms"]) {
   return `
 server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 nats: { url: "${natsUrl}" }
 log: { level: info }
 callbacks:
@@ -110,6 +111,7 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
     callback = createCallbackService({
       js: running.hub.js,
       jsm: running.hub.jsm,
+      nc: running.hub.nc,
       settings: callbackSettings(config),
       client: createRouteTable(config).client,
       logger: logger.child({ component: "callback" }),
@@ -167,7 +169,7 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
       for (;;) {
         const msg = await running.hub.jsm.direct.getMessage(TOPOLOGY.eventsStream, {
           seq,
-          next_by_subj: jobSubject(clientId, jobId, "cb"),
+          next_by_subj: jobSubject({ client_id: clientId, job_id: jobId }, "cb"),
         });
         if (msg === null) return events;
         events.push(decodeEvent(msg.data));

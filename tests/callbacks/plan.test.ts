@@ -6,7 +6,6 @@ import {
   scheduleFor,
   webhookIdFor,
 } from "../../services/callback/index.ts";
-import type { StoredEvent } from "../../shared/bus/index.ts";
 import { parseConfig } from "../../shared/config/index.ts";
 import {
   afterAttempt,
@@ -16,6 +15,7 @@ import {
   decideCallbackStep as nextStep,
   type RetryPolicy,
 } from "../../shared/domain/index.ts";
+import type { StoredEvent } from "../../shared/jobs/index.ts";
 import type { DeliveryAttempt } from "../../shared/net/index.ts";
 
 const NOW = Date.parse("2026-01-01T00:00:10.000Z");

@@ -75,6 +75,8 @@ const BAD: [string[], string][] = [
   [["token", "old", "x"], "unknown token subcommand 'old'"],
   [["status", "--verbose"], "Unknown option '--verbose'"],
   [["events", "--nope"], "Unknown option '--nope'"],
+  [["events", "--limit", "ten"], "--limit takes a whole number from 1, got 'ten'"],
+  [["events", "--from-seq", "0"], "--from-seq takes a whole number from 1, got '0'"],
   [["audit", "verify", "--wat"], "Unknown option '--wat'"],
   [["audit", "keygen", "extra"], "unexpected argument 'extra'"],
   [["projector", "rebuild", "now"], "unexpected argument 'now'"],
@@ -137,6 +139,22 @@ describe("every command: --help / -h print help and exit 0; unknown flags are er
     expect(await readdir(dir)).toEqual([]);
   });
 
+  test("events --help says what each flag takes; status --help that it takes none", async () => {
+    const { EVENTS_OPTIONS } = await import("../../services/cli/options.ts");
+    const events = (await cli(["events", "--help"])).stdout;
+    for (const [name, option] of Object.entries(EVENTS_OPTIONS)) {
+      // A flag with a value names the value (`--since <time>`) and says what it is.
+      const shape = option.type === "string" ? `--${name} <[^>]+>\\s+\\S` : `--${name}\\s+\\S`;
+      expect({ name, described: new RegExp(`^  ${shape}`, "m").test(events) }).toEqual({
+        name,
+        described: true,
+      });
+    }
+    expect(events).toContain("RFC 3339");
+    const status = (await cli(["status", "--help"])).stdout;
+    expect(status).toContain("takes no options");
+  });
+
   test("operator commands check their arguments before the hub's URL and token", async () => {
     const noToken = { SWITCHYARD_ADMIN_URL: "http://127.0.0.1:9" };
     const bad = await cli(["jobs", "list", "--bogus"], noToken);
@@ -150,7 +168,10 @@ describe("every command: --help / -h print help and exit 0; unknown flags are er
       code: 2,
       stderr: "switchyard: set SWITCHYARD_OPERATOR_TOKEN to an operator token",
     });
+    // No URL, no `switchyard up` in this folder: it says where it looked.
     const noUrl = await cli(["callbacks", "failed"]);
-    expect(noUrl.stderr).toContain("set SWITCHYARD_ADMIN_URL (or --url)");
+    expect(noUrl.stderr).toContain(
+      "no hub found: run this in the folder of a running `switchyard up`, or set SWITCHYARD_URL",
+    );
   });
 });

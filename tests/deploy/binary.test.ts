@@ -56,7 +56,7 @@ describe("the self-contained binary (bun build --compile), as the image runs it"
     await Bun.write(
       config,
       `server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 nats: { url: "${nats.url}" }
 log: { level: info }
 clients:
@@ -89,13 +89,13 @@ routes:
       );
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
-      const adminPort = await waitFor(
-        "the projector admin port",
-        () => /"port":(\d+),"msg":"admin server listening"/.exec(projector.out.text)?.[1],
+      const monitoringPort = await waitFor(
+        "the projector monitoring port",
+        () => /"port":(\d+),"msg":"monitoring server listening"/.exec(projector.out.text)?.[1],
       );
-      expect((await fetch(`http://127.0.0.1:${adminPort}/healthz`)).status).toBe(200);
-      expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
-      expect(await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text()).toContain(
+      expect((await fetch(`http://127.0.0.1:${monitoringPort}/healthz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${monitoringPort}/readyz`)).status).toBe(200);
+      expect(await (await fetch(`http://127.0.0.1:${monitoringPort}/metrics`)).text()).toContain(
         "switchyard_",
       );
       const res = await fetch(`${base}/run`, {

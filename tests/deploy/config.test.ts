@@ -51,8 +51,8 @@ describe("shipped Switchyard configs", () => {
       const config = parseConfig(text, env, path);
       expect(config.server.host).toBe("0.0.0.0");
       expect(config.server.port).toBe(8080);
-      expect(config.admin.host).toBe("0.0.0.0");
-      expect(config.admin.port).toBe(9090);
+      expect(config.monitoring.host).toBe("0.0.0.0");
+      expect(config.monitoring.port).toBe(9090);
       expect(config.nats.replicas).toBe(replicas);
       expect(config.clients.length).toBeGreaterThan(0);
       expect(config.routes.length).toBeGreaterThan(0);

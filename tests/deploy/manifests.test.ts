@@ -310,7 +310,7 @@ describe("overlays", () => {
       "switchyard-ingress",
     );
     expect(svc.spec.ports.map((p) => p.name)).toContain(backend?.port.name ?? "");
-    // Only the API port is reachable through the Ingress: /metrics lives on the admin port, which
+    // Only the API port is reachable through the Ingress: /metrics lives on the monitoring port, which
     // the Service does not expose.
     const service = named<{ spec: { ports: { targetPort: string | number }[] } }>(
       prod,

@@ -192,11 +192,11 @@ describe.each(OVERLAYS)("policy: %s", (overlay: Overlay) => {
         }
         if (w.kind !== "Deployment") continue;
         const svc = w.labels["app.kubernetes.io/component"];
-        // Every service has the admin port (metrics); the ingress has the API port besides.
+        // Every service has the monitoring port (metrics); the ingress has the API port besides.
         const expected =
-          svc === "ingress" ? [config.serverPort, config.adminPort] : [config.adminPort];
+          svc === "ingress" ? [config.serverPort, config.monitoringPort] : [config.monitoringPort];
         expect([...ports.values()]).toEqual(expected);
-        expect(w.annotations?.["prometheus.io/port"]).toBe(String(config.adminPort));
+        expect(w.annotations?.["prometheus.io/port"]).toBe(String(config.monitoringPort));
         // Libraries switch off development behaviour (Elysia's detailed errors) on this.
         expect(c.env?.find((e) => e.name === "NODE_ENV")?.value).toBe("production");
         expect(c.livenessProbe?.httpGet?.path).toBe("/healthz");
@@ -285,15 +285,15 @@ describe.each(OVERLAYS)("policy: %s", (overlay: Overlay) => {
   });
 });
 
-function configOf(objects: readonly K8sObject[]): { serverPort: number; adminPort: number } {
+function configOf(objects: readonly K8sObject[]): { serverPort: number; monitoringPort: number } {
   const cm = byKind<IConfigMap>(objects, "ConfigMap").find((c) =>
     c.metadata?.name?.startsWith("switchyard-config-"),
   );
   const config = parse(cm?.data?.["switchyard.yaml"] ?? "");
-  if (!isRecord(config) || !isRecord(config.server) || !isRecord(config.admin)) {
-    throw new Error("switchyard.yaml lacks server or admin");
+  if (!isRecord(config) || !isRecord(config.server) || !isRecord(config.monitoring)) {
+    throw new Error("switchyard.yaml lacks server or monitoring");
   }
-  return { serverPort: Number(config.server.port), adminPort: Number(config.admin.port) };
+  return { serverPort: Number(config.server.port), monitoringPort: Number(config.monitoring.port) };
 }
 
 describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {

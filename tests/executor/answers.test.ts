@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type AddressInfo, createServer } from "node:net";
-import { postTask } from "../../services/executor/http-post.ts";
+import { postTask } from "../../services/executor/kinds/http/post.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import type { Task } from "../../shared/worker/index.ts";

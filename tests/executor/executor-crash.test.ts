@@ -27,7 +27,7 @@ beforeAll(async () => {
     return Response.json({ output: task.json.input });
   });
   const extra = `
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 routes:
   - key: x.slow
     concurrency: 4
@@ -68,7 +68,7 @@ function startExecutor(): Child {
 
 const isFinal = (status: unknown) => ["done", "error", "rejected"].includes(String(status));
 
-test("the executor killed mid-stream and restarted: every job ends once, none dispatched twice", async () => {
+test("the executor killed mid-stream and restarted: every job ends with exactly one outcome; at most the route's 4 tasks in flight at the kill are POSTed again", async () => {
   const jobIds: string[] = [];
   for (let i = 0; i < JOBS; i++) {
     const res = await hub.run(

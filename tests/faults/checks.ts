@@ -173,6 +173,8 @@ export interface ReceivedCallback {
   readonly webhookId: string;
   readonly jobId: string;
   readonly status: string;
+  /** When it arrived (Date.now()). */
+  readonly at: number;
 }
 
 export interface CallbackReceiver extends AsyncDisposable {
@@ -221,6 +223,7 @@ export function startCallbackReceiver(delayMs = 0): CallbackReceiver {
       }
       if (delayMs > 0) await Bun.sleep(delayMs);
       received.push({
+        at: Date.now(),
         webhookId: headers["webhook-id"] ?? "",
         jobId: event.data.job_id,
         status: event.data.status,

@@ -1,12 +1,8 @@
 import { expect, test } from "bun:test";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import {
-  EVENT_TYPE_HEADER,
-  readLastEvent,
-  subjectFilters,
-  TOPOLOGY,
-} from "../../shared/bus/index.ts";
+import { EVENT_TYPE_HEADER, TOPOLOGY } from "../../shared/bus/index.ts";
+import { readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
 import { DEADLINE_STREAM } from "../../shared/schedule/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -175,8 +171,8 @@ test("deadlines fire on time, at O(1) cost, on a 1,000,000-event stream under 2,
       let open = 0;
       for (const probe of probes) {
         const [run, last] = await Promise.all([
-          readLastEvent(jsm, FAULT_CLIENT.id, probe.jobId, "run"),
-          readLastEvent(jsm, FAULT_CLIENT.id, probe.jobId, "job"),
+          readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: probe.jobId }, "run"),
+          readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: probe.jobId }, "job"),
         ]);
         if (last?.event.type !== "job.error") {
           open++;

@@ -77,7 +77,7 @@ test("a NATS restart: the worker reconnects and keeps working", async () => {
   }
   await waitFor(
     "the hub to reconnect",
-    async () => (await fetch(`${hub.running.admin.url}/readyz`)).ok,
+    async () => (await fetch(`${hub.running.monitoring.url}/readyz`)).ok,
     {
       timeoutMs: 15_000,
     },

@@ -50,7 +50,7 @@ export function faultYaml(options: FaultYamlOptions): string {
   };
   return `
 server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 nats: ${JSON.stringify({ url: options.natsUrl, duplicate_window: "2m", publish_timeout: "2s", ...options.nats })}
 log: { level: ${options.logLevel ?? "info"} }
 callbacks: ${JSON.stringify(callbacks)}

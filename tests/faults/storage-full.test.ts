@@ -1,21 +1,26 @@
 import { expect, test } from "bun:test";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { compareVersions } from "../../services/cli/status-command.ts";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { SERVICE_NAMES } from "../../services/runtime/run.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { keepsByteLimitExactly } from "../../shared/nats/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { Load, verifyEchoOutcomes } from "./checks.ts";
-import { faultYaml, hubProcs, startAllServices, subjectCounts } from "./procs.ts";
+import { faultYaml, hubProcs, startAllServices, subjectCounts, submitRun } from "./procs.ts";
 
-// The events stream limited to 64 KiB (discard new). Filling it gives 503 storage_full with a
-// problem body, stores nothing for the refused runs, and accepted runs whose outcome could not be
-// written yet are not lost: a restart with a larger events_max_bytes updates the stream
-// (ensureTopology), and everything completes exactly once.
+// The events stream limited to 64 KiB. New runs are refused (503 storage_full, with a problem
+// body) once the stream holds the runs' share of the limit, so the events of accepted runs still
+// fit: every 202 is stored and completes before the limit is raised, and nothing refused is
+// stored. On nats-server < 2.10.5 (these machines' 2.9.10) the stream holds no byte limit of its
+// own: there a stream at max_bytes with discard new drops its oldest messages (nats-server#4771),
+// so the ingress's check is the limit. A restart with a larger events_max_bytes lets the refused
+// requests through, each exactly once.
 
-test("JetStream storage full: 503 storage_full, nothing half-written, recovery after the limit is raised", async () => {
+const LIMIT = 65_536;
+
+test("JetStream storage full: 503 storage_full, every 202 stored and finished, recovery after the limit is raised", async () => {
   await using nats = await startNats();
-  const small = faultYaml({ natsUrl: nats.url, nats: { events_max_bytes: 65_536 } });
+  const small = faultYaml({ natsUrl: nats.url, nats: { events_max_bytes: LIMIT } });
   await using procs = await hubProcs(small, nats.url);
   await startAllServices(procs);
   const load = new Load(procs.url, (request_id) => ({
@@ -35,46 +40,86 @@ test("JetStream storage full: 503 storage_full, nothing half-written, recovery a
   expect(refusal?.headers.get("content-type")).toBe("application/problem+json");
   expect(Number(refusal?.headers.get("retry-after"))).toBeGreaterThan(0);
   expect(refusal?.body).toMatchObject({ status: 503, code: "storage_full" });
+  expect(load.unsettled.size).toBeGreaterThan(0);
+  expect(load.accepted.size).toBeGreaterThan(10);
 
-  // Nothing half-written: exactly the 202s are stored, none of the refused requests.
   const jsm = await jetstreamManager(nats.nc);
+  const version = nats.nc.info?.version ?? "0.0.0";
   const info = await jsm.streams.info(TOPOLOGY.eventsStream);
-  expect(info.config.max_bytes).toBe(65_536);
-  expect(info.state.bytes).toBeLessThanOrEqual(65_536);
+  expect(info.config.max_bytes).toBe(keepsByteLimitExactly(version) ? LIMIT : -1);
+  // No event was ever dropped: the stream still begins at its first sequence.
+  expect(info.state.first_seq).toBe(1);
   const runs = await subjectCounts(jsm, "sy.evt.ops.*.run");
   const stored = new Set(Object.keys(runs).map((s) => s.split(".")[3]));
   const accepted = new Set(load.jobIds());
-  // Nothing refused was stored.
+  // Every 202 is stored, and nothing refused is.
+  expect([...accepted].filter((id) => !stored.has(id))).toEqual([]);
   expect([...stored].filter((id) => !accepted.has(id as string))).toEqual([]);
-  // Every 202 is stored, except on nats-server < 2.10.5: there a stream at max_bytes with discard
-  // new can still evict its *oldest* messages (nats-server#4771, fixed by #4772), because the
-  // server's pre-check underestimates a message's stored size. That loss is the server's, it is
-  // reported here, and production requires >= 2.11 (docs/architecture.md). On fixed servers the
-  // full assertion applies.
-  const lost = [...accepted].filter((id) => !stored.has(id));
-  const version = nats.nc.info?.version ?? "0.0.0";
-  if (compareVersions(version, "2.10.5") >= 0 || lost.length === 0) {
-    expect(lost).toEqual([]);
-  } else {
-    expect(info.state.first_seq).toBeGreaterThan(1);
-    // Only the head of the stream went: every lost run is among the evicted first sequences.
-    expect(lost.length).toBeLessThanOrEqual(info.state.first_seq - 1);
-    process.stdout.write(
-      `storage-full: nats-server ${version} evicted the ${lost.length} oldest accepted run(s) at max_bytes (nats-server#4771)\n`,
-    );
-    // The evicted runs cannot finish (their request is gone); the rest must, exactly once.
-    for (const [requestId, jobId] of [...load.accepted])
-      if (lost.includes(jobId)) load.accepted.delete(requestId);
-  }
-  expect(load.unsettled.size).toBeGreaterThan(0);
-  expect(load.accepted.size).toBeGreaterThan(10);
+  // The accepted runs finish while new runs are refused: their events fit in the reserve, and
+  // the stream stays within its limit.
+  await verifyEchoOutcomes({ jsm, load, base: procs.url, timeoutMs: 30_000 });
+  // No run was accepted into a stream at its limit: the stream held less than LIMIT before each
+  // run.requested. (Only the events of jobs accepted before the refusals may take it past.)
+  const before = await bytesBeforeEachRun(jsm);
+  expect(before.runs).toBe(accepted.size);
+  expect(before.largest).toBeLessThan(LIMIT);
+  process.stdout.write(
+    `storage-full: ${accepted.size} runs accepted, the last on ${before.largest} bytes; the stream holds ${(await jsm.streams.info(TOPOLOGY.eventsStream)).state.bytes} of ${LIMIT} with their outcomes\n`,
+  );
+  const stillRefused = await submitRun(procs.url(), {
+    request_id: "after-full",
+    route: "f.echo",
+    input: "x",
+  });
+  expect(stillRefused.status).toBe(503);
+  // A request accepted before is still answered as a replay.
+  const [firstRequest, firstJob] = [...load.accepted][0] ?? ["", ""];
+  const replay = await submitRun(procs.url(), {
+    request_id: firstRequest,
+    route: "f.echo",
+    input: `${firstRequest} ${"x".repeat(200)}`,
+  });
+  expect(replay.status).toBe(200);
+  expect(replay.jobId).toBe(firstJob);
 
   // Raise the limit: every service restarts with the new config; the first one updates the stream.
   await procs.writeConfig(faultYaml({ natsUrl: nats.url, nats: { events_max_bytes: 8_388_608 } }));
   for (const name of SERVICE_NAMES) await procs.kill(name);
   await startAllServices(procs);
-  expect((await jsm.streams.info(TOPOLOGY.eventsStream)).config.max_bytes).toBe(8_388_608);
+  expect((await jsm.streams.info(TOPOLOGY.eventsStream)).config.max_bytes).toBe(
+    keepsByteLimitExactly(version) ? 8_388_608 : -1,
+  );
   // The refused requests go through now, with the same request_id.
   await load.settle();
   await verifyEchoOutcomes({ jsm, load, base: procs.url, timeoutMs: 45_000 });
 }, 90_000);
+
+/**
+ * Walks the events stream in order, adding each message's stored size as nats-server's file store
+ * counts it (2.9.10 fileStoreMsgSize: 22 + subject + 4 + header + data + 8), and returns the
+ * largest stream size any run.requested was stored on top of.
+ */
+async function bytesBeforeEachRun(
+  jsm: JetStreamManager,
+): Promise<{ runs: number; largest: number }> {
+  const info = await jsm.streams.info(TOPOLOGY.eventsStream);
+  let total = 0;
+  let runs = 0;
+  let largest = 0;
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+    const m = await jsm.streams.getMessage(TOPOLOGY.eventsStream, { seq });
+    if (m === null) continue;
+    let header = "NATS/1.0\r\n".length + 2;
+    for (const [key, values] of m.header) {
+      for (const value of values) header += `${key}: ${value}\r\n`.length;
+    }
+    if (m.subject.endsWith(".run")) {
+      runs++;
+      largest = Math.max(largest, total);
+    }
+    total += 22 + m.subject.length + 4 + header + m.data.length + 8;
+  }
+  // The walk counts what the server counts.
+  expect(total).toBe(info.state.bytes);
+  return { runs, largest };
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type AddressInfo, createServer, type Server, type Socket } from "node:net";
 import fc from "fast-check";
-import { type HttpOutcome, postTask } from "../../services/executor/http-post.ts";
+import { type HttpOutcome, postTask } from "../../services/executor/kinds/http/post.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { type DeliveryAttempt, deliverWebhook, parseCidrList } from "../../shared/net/index.ts";
 import { generateWebhookSecret, webhookHeaders } from "../../shared/webhooks/index.ts";

@@ -110,11 +110,13 @@ export function hubYaml(
     )
     .join("");
   const hasRoutes = /^routes:/m.test(extra);
-  // A random admin port (metrics) unless the extra YAML sets its own.
-  const admin = /^admin:/m.test(extra) ? "" : "admin: { host: 127.0.0.1, port: 0 }";
+  // A random monitoring port (metrics) unless the extra YAML sets its own.
+  const monitoring = /^(monitoring|admin):/m.test(extra)
+    ? ""
+    : "monitoring: { host: 127.0.0.1, port: 0 }";
   return `
 server: { host: 127.0.0.1, port: 0 }
-${admin}
+${monitoring}
 nats: ${JSON.stringify({ url: natsUrl, duplicate_window: "2m", ...natsOptions })}
 log: { level: info }
 clients:${clientYaml}

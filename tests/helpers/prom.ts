@@ -62,13 +62,9 @@ export function sampleValue(
   return sample?.value;
 }
 
-/**
- * Where a test hub serves /metrics: its admin server when the hub has one for every process, else
- * the ingress's port (the two layouts of the code's history).
- */
+/** Where a test hub serves /metrics: its monitoring server. */
 export function metricsUrl(hub: TestHub): string {
-  const admin = (hub.running as { readonly admin?: { readonly url: string } }).admin;
-  return `${admin?.url ?? hub.baseUrl}/metrics`;
+  return `${hub.running.monitoring.url}/metrics`;
 }
 
 /** GET /metrics of a test hub, parsed. */

@@ -125,3 +125,45 @@ export function* bodyChunks(total: number, options: { chunked?: boolean; fill?: 
   }
   if (options.chunked) yield Buffer.from("0\r\n\r\n");
 }
+
+/** Everything a server sent back on one connection, until it closed or `timeoutMs` passed. */
+export interface RawExchange {
+  readonly received: string;
+  /** The status code of each answer, in order. */
+  readonly statuses: readonly number[];
+  readonly closed: boolean;
+  readonly timedOut: boolean;
+}
+
+/**
+ * Writes `bytes` in one write (several requests back to back: pipelining) and collects every byte
+ * the server sends until it closes the connection or `timeoutMs` passes.
+ */
+export function rawExchange(request: {
+  readonly port: number;
+  readonly bytes: string;
+  readonly timeoutMs?: number;
+}): Promise<RawExchange> {
+  return new Promise((resolve) => {
+    const socket: Socket = connect(request.port, "127.0.0.1");
+    let received = Buffer.alloc(0);
+    let settled = false;
+    const finish = (closed: boolean, timedOut: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = received.toString("latin1");
+      // Answers follow one another directly: the next status line starts where a body ends.
+      const statuses = [...text.matchAll(/HTTP\/1\.[01] (\d{3}) /g)].map((m) => Number(m[1]));
+      resolve({ received: text, statuses, closed, timedOut });
+    };
+    const timer = setTimeout(() => finish(false, true), request.timeoutMs ?? 10_000);
+    socket.on("data", (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+    });
+    socket.on("error", () => finish(true, false));
+    socket.on("close", () => finish(true, false));
+    socket.on("connect", () => socket.write(request.bytes));
+  });
+}

@@ -16,16 +16,24 @@ export interface UpProcess extends AsyncDisposable {
   logLines(): Record<string, unknown>[];
   /** Waits for "ingress listening"; the API's base URL. */
   listening(): Promise<string>;
+  /**
+   * Sends a signal to its whole process group, as a terminal's Ctrl-C or `timeout` does; only
+   * with `ownProcessGroup`.
+   */
+  signalGroup(signal: "SIGINT" | "SIGTERM"): void;
   /** SIGTERM (SIGKILL after 10 s), then the folder is removed. */
   stop(): Promise<void>;
 }
 
 export interface UpOptions {
-  readonly natsUrl: string;
+  /** The NATS it uses; undefined: `up` starts its embedded nats-server in ./.data. */
+  readonly natsUrl?: string;
   /** The switchyard.yaml it starts with. */
   readonly yaml: string;
   /** The temporary folder's name prefix. */
   readonly prefix?: string;
+  /** Leads a process group of its own (setsid), as a shell's foreground job does. */
+  readonly ownProcessGroup?: boolean;
 }
 
 /** Starts `switchyard up` against the given NATS with the given configuration. */
@@ -38,11 +46,12 @@ export async function startUp(options: UpOptions): Promise<UpProcess> {
     env: {
       ...process.env,
       SWITCHYARD_CONFIG: configFile,
-      NATS_URL: options.natsUrl,
+      NATS_URL: options.natsUrl ?? "",
       SWITCHYARD_LOG_LEVEL: "info",
     },
     stdout: "pipe",
     stderr: "pipe",
+    detached: options.ownProcessGroup === true,
   });
   let out = "";
   void (async () => {
@@ -78,6 +87,10 @@ export async function startUp(options: UpOptions): Promise<UpProcess> {
         { timeoutMs: 20_000 },
       );
       return String(line.url);
+    },
+    signalGroup(signal) {
+      if (options.ownProcessGroup !== true) throw new Error("not in a process group of its own");
+      process.kill(-proc.pid, signal);
     },
     stop,
     [Symbol.asyncDispose]: stop,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { subjectFilters, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import { DEFAULT_CLIENTS, startHub, type TestHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -328,7 +329,7 @@ describe("POST /run and GET /jobs", () => {
     });
     const jsm = await jetstreamManager(hub.nats.nc);
     const byJob = await jsm.streams.info(TOPOLOGY.eventsStream, {
-      subjects_filter: subjectFilters.job("globex", job.job_id),
+      subjects_filter: subjectFilters.job({ client_id: "globex", job_id: job.job_id }),
     });
     expect(Object.keys(byJob.state.subjects ?? {}).sort()).toEqual([
       `sy.evt.globex.${job.job_id}.job`,

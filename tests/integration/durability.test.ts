@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { jetstream } from "@nats-io/jetstream";
 import { rebuildProjection } from "../../services/projector/rebuild.ts";
-import { appendEvent, jobViewKey, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { appendEvent, jobViewKey } from "../../shared/jobs/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { DEFAULT_CLIENTS, startHub } from "../helpers/hub.ts";
 import { startNats } from "../helpers/nats.ts";
@@ -117,7 +118,9 @@ describe("projector", () => {
     const before = await waitFor("every view written as done", async () => {
       const views = await Promise.all(
         ids.map(async (id) =>
-          (await hub.running.hub.jobs.get(jobViewKey("acme", id)))?.json<{ status: string }>(),
+          (await hub.running.hub.jobs.get(jobViewKey({ client_id: "acme", job_id: id })))?.json<{
+            status: string;
+          }>(),
         ),
       );
       return views.every((v) => v?.status === "done") ? views : undefined;
@@ -127,7 +130,10 @@ describe("projector", () => {
     const conn = await connectHub(hub.config, silent, "rebuild-test");
     try {
       // Corrupt one view first: the rebuild must restore it.
-      await conn.jobs.put(jobViewKey("acme", ids[0] as string), JSON.stringify({ bogus: true }));
+      await conn.jobs.put(
+        jobViewKey({ client_id: "acme", job_id: ids[0] as string }),
+        JSON.stringify({ bogus: true }),
+      );
       const result = await rebuildProjection({
         nc: conn.nc,
         js: conn.js,
@@ -136,7 +142,9 @@ describe("projector", () => {
       });
       expect(result.jobs).toBe(20);
       const after = await Promise.all(
-        ids.map(async (id) => (await conn.jobs.get(jobViewKey("acme", id)))?.json()),
+        ids.map(async (id) =>
+          (await conn.jobs.get(jobViewKey({ client_id: "acme", job_id: id })))?.json(),
+        ),
       );
       expect(after).toEqual(before);
     } finally {

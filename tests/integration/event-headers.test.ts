@@ -12,8 +12,9 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import { appendEvent, EVENT_TYPE_HEADER, TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
+import { EVENT_TYPE_HEADER, TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
+import { appendEvent } from "../../shared/jobs/index.ts";
 import { headerOf, headersOf, readsRawHeaders } from "../../shared/nats/headers.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 

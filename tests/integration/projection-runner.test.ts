@@ -8,8 +8,9 @@
 import { expect, test } from "bun:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { EVENT_SUBJECT_ROOT, subjectFilters, TOPOLOGY } from "../../shared/bus/index.ts";
+import { EVENT_SUBJECT_ROOT, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
+import { subjectFilters } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import {
   createProjectionRunner,

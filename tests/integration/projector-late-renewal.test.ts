@@ -7,7 +7,7 @@
  */
 import { expect, test } from "bun:test";
 import { createProjector } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
@@ -60,7 +60,7 @@ test("a lease renewal that runs late pauses the projector; it folds on once the 
     };
     const done = async (ids: string[]) => {
       for (const id of ids) {
-        const entry = await conn.jobs.get(jobViewKey("acme", id));
+        const entry = await conn.jobs.get(jobViewKey({ client_id: "acme", job_id: id }));
         if (entry?.json<{ status: string }>().status !== "done") return false;
       }
       return true;
@@ -72,7 +72,7 @@ test("a lease renewal that runs late pauses the projector; it folds on once the 
     const during = await submit("during");
     await Bun.sleep(500);
     for (const id of during) {
-      const entry = await conn.jobs.get(jobViewKey("acme", id));
+      const entry = await conn.jobs.get(jobViewKey({ client_id: "acme", job_id: id }));
       expect(entry?.json<{ status: string }>().status ?? "absent").not.toBe("done");
     }
 

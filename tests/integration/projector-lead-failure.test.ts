@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { createProjector, PROJECTOR_LEASE_KEY } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import {
   createLease,
   openLeaseBucket,
@@ -71,7 +71,8 @@ test("a projector whose start fails under the lease releases it; the standby fol
     return ((await res.json()) as { job_id: string }).job_id;
   };
   const done = (id: string) => async () =>
-    (await conn.jobs.get(jobViewKey("acme", id)))?.json<{ status: string }>()?.status === "done";
+    (await conn.jobs.get(jobViewKey({ client_id: "acme", job_id: id })))?.json<{ status: string }>()
+      ?.status === "done";
 
   const flaky = failingConsumerAdds(conn.jsm, 1);
   const a = replica("a", flaky.jsm);

@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import type { KV } from "@nats-io/kv";
 import { createProjector } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
@@ -89,7 +89,7 @@ test("view reads that fail for a while: the projector lives, retries, and every 
       Promise.all(
         ids.map(
           async (id) =>
-            (await conn.jobs.get(jobViewKey("acme", id)))?.json<{
+            (await conn.jobs.get(jobViewKey({ client_id: "acme", job_id: id })))?.json<{
               status: string;
               callback?: { status: string };
             }>() ?? null,

@@ -9,7 +9,8 @@ import {
   rebuildProjection,
 } from "../../services/projector/rebuild.ts";
 import { PROJECTOR_LEASE_KEY } from "../../services/projector/rebuild-lease.ts";
-import { jobViewKey, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { jobViewKey } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { DEFAULT_CLIENTS, startHub, type TestHub } from "../helpers/hub.ts";
@@ -64,7 +65,7 @@ async function runJobs(hub: TestHub, prefix: string, count: number): Promise<str
 }
 
 async function view(hub: TestHub, id: string): Promise<{ status?: string } | undefined> {
-  const entry = await hub.running.hub.jobs.get(jobViewKey(ACME.id, id));
+  const entry = await hub.running.hub.jobs.get(jobViewKey({ client_id: ACME.id, job_id: id }));
   return entry?.operation === "PUT" ? entry.json() : undefined;
 }
 
@@ -119,7 +120,7 @@ describe("projector rebuild holds the projector lease", () => {
     const before = await Promise.all(ids.map((id) => view(hub, id)));
     await first.stop(); // the operator stops the active replica, then starts the rebuild
     await hub.running.hub.jobs.put(
-      jobViewKey(ACME.id, ids[0] as string),
+      jobViewKey({ client_id: ACME.id, job_id: ids[0] as string }),
       JSON.stringify({ bogus: true }),
     );
 

@@ -5,10 +5,11 @@ import { join } from "node:path";
 import { AckPolicy } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { type RunningHub, startServices } from "../../services/runtime/run.ts";
-import { readLastEvent, TOPOLOGY } from "../../shared/bus/index.ts";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { parseConfig } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
+import { readLastEvent } from "../../shared/jobs/index.ts";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -141,7 +142,11 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
     );
   }
   const gone = await waitFor("the redelivery to be recorded", async () => {
-    const last = await readLastEvent(hub?.hub.jsm as never, "acme", jobs["cb-gone-0"] ?? "", "cb");
+    const last = await readLastEvent(
+      hub?.hub.jsm as never,
+      { client_id: "acme", job_id: jobs["cb-gone-0"] ?? "" },
+      "cb",
+    );
     return last?.event.type === "callback.delivered" ? last : undefined;
   });
   expect(gone.event.data).toMatchObject({ redelivery_seq: expect.any(Number) });
@@ -150,7 +155,11 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
   // back from the callback consumer where 0.1 parked them: each is delivered once, as attempt 2.
   for (const name of ["cb-down-0", "cb-down-1", "cb-down-2"]) {
     const delivered = await waitFor(`${name}'s retried callback`, async () => {
-      const last = await readLastEvent(hub?.hub.jsm as never, "acme", jobs[name] ?? "", "cb");
+      const last = await readLastEvent(
+        hub?.hub.jsm as never,
+        { client_id: "acme", job_id: jobs[name] ?? "" },
+        "cb",
+      );
       return last?.event.type === "callback.delivered" ? last : undefined;
     });
     expect(delivered.event.data).toMatchObject({ attempts: 2 });

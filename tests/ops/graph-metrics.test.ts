@@ -1,8 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import type { JetStreamManager } from "@nats-io/jetstream";
-import { createConsumerStats } from "../../services/runtime/consumer-stats.ts";
-import { createLogger } from "../../shared/log/index.ts";
-import { createMetrics } from "../../shared/metrics/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { taskConsumerName } from "../../shared/worker/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
@@ -29,7 +25,6 @@ routes:
     executor: { kind: nats, ack_wait: 2s }
 `;
 const EVENTS_MAX_BYTES = 64 * 1024 * 1024;
-const silent = createLogger({ level: "silent", service: "test" });
 
 async function submit(hub: TestHub, body: Record<string, unknown>): Promise<string> {
   const res = await hub.run(body, TOKEN);
@@ -168,43 +163,5 @@ describe("metrics worth graphing", () => {
     expect(sampleValue(families, "switchyard_service_info", { service: "projector" })).toBe(
       undefined,
     );
-  });
-
-  test("scrapes that arrive together share one JetStream read, and one that hangs leaves them the last values", async () => {
-    let lists = 0;
-    let release = () => {};
-    const hung = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const jsm = {
-      streams: {
-        list: () => {
-          lists += 1;
-          // An iterator whose first step waits for the release: a read that hangs.
-          return {
-            [Symbol.asyncIterator]: () => ({
-              next: () => hung.then(() => ({ done: true, value: undefined })),
-            }),
-          };
-        },
-      },
-      consumers: { list: () => [] },
-    } as unknown as JetStreamManager;
-    const stats = createConsumerStats({
-      jsm,
-      metrics: createMetrics({ defaultMetrics: false }),
-      logger: silent,
-      readTimeoutMs: 50,
-    });
-    // Resolving at all proves the timeout: the read never ends until released.
-    await Promise.all([stats.refresh(), stats.refresh(), stats.refresh()]);
-    expect(lists).toBe(1);
-    await stats.refresh();
-    expect(lists).toBe(1);
-    release();
-    await waitFor("a new read after the hung one ended", async () => {
-      await stats.refresh();
-      return lists === 2;
-    });
   });
 });

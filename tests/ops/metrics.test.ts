@@ -12,7 +12,7 @@ describe("/metrics", () => {
     expect((await hub.run(body, ACME.token)).status).toBe(200);
     expect((await hub.run({ ...body, extra: 1 }, ACME.token)).status).toBe(400);
     expect((await hub.run(body, "wrong")).status).toBe(401);
-    const res = await fetch(`${hub.running.admin.url}/metrics`);
+    const res = await fetch(`${hub.running.monitoring.url}/metrics`);
     expect(res.headers.get("content-type")).toContain("text/plain");
     const text = await res.text();
     expect(text).toContain('switchyard_runs_total{outcome="accepted",code=""} 1');
@@ -24,7 +24,7 @@ describe("/metrics", () => {
     const stats = await waitFor(
       "consumer stats",
       async () => {
-        const t = await (await fetch(`${hub.running.admin.url}/metrics`)).text();
+        const t = await (await fetch(`${hub.running.monitoring.url}/metrics`)).text();
         return t.includes(
           'switchyard_consumer_pending{stream="SWITCHYARD_EVENTS",consumer="projector"}',
         ) && t.includes('switchyard_consumer_pending{stream="SWITCHYARD_EVENTS",consumer="index"}')
@@ -43,6 +43,6 @@ describe("/metrics", () => {
     const res = await hub.request("/metrics");
     expect(res.status).toBe(404);
     expect(await res.text()).not.toContain("switchyard_");
-    expect((await fetch(`${hub.running.admin.url}/metrics`)).status).toBe(200);
+    expect((await fetch(`${hub.running.monitoring.url}/metrics`)).status).toBe(200);
   });
 });

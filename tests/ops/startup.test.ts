@@ -39,7 +39,7 @@ const CLIENT = `clients:
 describe("start-up against an unreachable NATS", () => {
   test("names the URL, counts down visibly, exits 1 after nats.connect_timeout", async () => {
     const result = await serveWith(
-      `server: { port: 0 }\nadmin: { port: 0 }\nnats: { url: "nats://127.0.0.1:1", connect_timeout: 4s }\n${CLIENT}\n`,
+      `server: { port: 0 }\nmonitoring: { port: 0 }\nnats: { url: "nats://127.0.0.1:1", connect_timeout: 4s }\n${CLIENT}\n`,
     );
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("cannot reach NATS at nats://127.0.0.1:1");
@@ -62,7 +62,7 @@ describe("the whole configuration is checked before connecting", () => {
   test("every problem at once, each with its key and what is expected; no connection attempted", async () => {
     const yaml = `
 server: { port: 0, max_url_length: 10 }
-admin: { port: 0 }
+monitoring: { port: 0 }
 nats: { url: "nats://127.0.0.1:1", connect_timeout: 60s }
 callbacks: { allow_cidrs: ["10.0.0.1/8", "not-a-cidr"] }
 clients:

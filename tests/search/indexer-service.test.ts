@@ -6,9 +6,13 @@ import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { parseConfig } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
-import { DEFAULT_CLIENTS, hubYaml } from "../helpers/hub.ts";
+import { openIndexStore } from "../../shared/search/index.ts";
+import { DEFAULT_CLIENTS, hubYaml, startHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+const TOKEN = "acme-token-0123456789abcdef";
 
 // The search index is written by a service of its own (`switchyard serve indexer`), not by the
 // projector's process: docs/architecture.md, "Indexer".
@@ -22,7 +26,7 @@ async function serve(nats: TestNats, services: readonly ServiceName[], extra = "
     clock: systemClock,
     ids: randomIds,
   });
-  return { running, logs };
+  return { running, logs, config };
 }
 
 const lines = (logs: string, text: string) =>
@@ -59,6 +63,21 @@ describe("the indexer service", () => {
       expect(lines(first.logs(), "indexer started")).toHaveLength(1);
       expect(await consumerNames(nats)).toContain(INDEX_CONSUMER);
       expect(lines(second.logs(), "indexer standing by")).toHaveLength(1);
+      expect(second.logs()).not.toContain("indexer started");
+      // A job run now (by a hub without an indexer of its own) is folded into the first one's index.
+      await using hub = await startHub({ nats, services: ["ingress", "executor"] });
+      const res = await hub.run({ request_id: "folded-1", route: "demo.echo", input: "x" }, TOKEN);
+      const { job_id } = (await res.json()) as { job_id: string };
+      const store = await openIndexStore(first.config.index);
+      try {
+        const page = await waitFor("the job done in the index", async () => {
+          const p = await store.page({ filter: { statuses: ["done"] }, limit: 10 });
+          return p.views.length > 0 ? p : undefined;
+        });
+        expect(page.views.map((v) => v.job_id)).toEqual([job_id]);
+      } finally {
+        await store.close();
+      }
       expect(second.logs()).not.toContain("indexer started");
     } finally {
       await second.running.stop();

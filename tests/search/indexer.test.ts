@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { createIndexer } from "../../services/indexer/index.ts";
+import { IndexFencedError } from "../../shared/search/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { INDEX_ENGINES } from "../helpers/index-engines.ts";
 import { captureLogger } from "../helpers/logs.ts";
@@ -37,8 +38,13 @@ for (const [engine, open] of INDEX_ENGINES) {
         const first = await connect({ servers: nats.url });
         // The first indexer writes slowly (a real store, each transaction 20 ms later), so it is
         // surely mid-way when its connection dies.
+        let epochA = 0;
         const slow = {
           ...store,
+          claim: async () => {
+            epochA = await store.claim();
+            return epochA;
+          },
           apply: async (w: Parameters<typeof store.apply>[0]) => {
             await Bun.sleep(20);
             await store.apply(w);
@@ -67,6 +73,12 @@ for (const [engine, open] of INDEX_ENGINES) {
           logger,
         });
         await indexerB.start();
+        // The replacement's claim fences the old one: a write of the old epoch is refused.
+        expect(epochA).toBeGreaterThan(0);
+        const { writtenSeq: _, ...positionAtClaim } = await store.position();
+        await expect(
+          store.apply({ owner: epochA, rows: [], counts: [], position: positionAtClaim }),
+        ).rejects.toBeInstanceOf(IndexFencedError);
         await waitFor(
           "every job done in the index",
           async () => (await store.count({ statuses: ["done"] }, 1000)) === 300,

@@ -26,7 +26,7 @@ const operator = (id: string, token: string, role = "operator") =>
 function configYaml(operators: readonly string[]): string {
   return `
 server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 log: { level: info }
 console: { enabled: true, secure_cookie: false }
 clients:

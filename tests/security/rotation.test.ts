@@ -56,7 +56,7 @@ let newOnly: Receiver;
 function configYaml(tokens: string, secrets: string): string {
   return `
 server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+monitoring: { host: 127.0.0.1, port: 0 }
 log: { level: info }
 callbacks: { allow_private: true }
 clients:

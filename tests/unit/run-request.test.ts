@@ -60,6 +60,15 @@ describe("run request validation", () => {
     expect(err.errors?.[0]?.message).toContain("use 'callback_url'");
   });
 
+  test("a field of the wrong JSON type is worded by its schema type", () => {
+    expect(refusal({ ...valid, metadata: "x" }).errors).toEqual([
+      { pointer: "/metadata", message: "must be an object" },
+    ]);
+    expect(refusal({ ...valid, metadata: { principal: "u1" } }).errors).toEqual([
+      { pointer: "/metadata/principal", message: "must be an object" },
+    ]);
+  });
+
   test("metadata must be an object; principal id and tenant must be strings", () => {
     expect(refusal({ ...valid, metadata: "x" }).errors?.[0]?.pointer).toBe("/metadata");
     expect(refusal({ ...valid, metadata: { principal: "u1" } }).errors?.[0]?.pointer).toBe(

@@ -92,3 +92,36 @@ describe("GenerationalMap", () => {
     expect(map.size).toBe(1);
   });
 });
+
+describe("invalidation (a settled view rewritten, announced by the projector)", () => {
+  test("drops the entry, and refuses an older revision that a read in flight offers afterwards", () => {
+    const t = clock();
+    const cache = createJobViewCache({ now: t.now });
+    cache.remember("c.job_a", 5, done);
+    cache.invalidate("c.job_a", 7);
+    expect(cache.get("c.job_a")).toBeUndefined();
+    // A KV read that started before the rewrite returns revision 5 after the notice.
+    cache.remember("c.job_a", 5, done);
+    expect(cache.get("c.job_a")).toBeUndefined();
+    const retried = { ...done, retried_as: "job_b", seq: 3 };
+    cache.remember("c.job_a", 7, retried);
+    expect(cache.get("c.job_a")).toEqual(retried);
+  });
+
+  test("a late notice of an older revision leaves a newer entry alone", () => {
+    const cache = createJobViewCache({ now: clock().now });
+    cache.remember("c.job_a", 9, done);
+    cache.invalidate("c.job_a", 7);
+    expect(cache.get("c.job_a")).toEqual(done);
+  });
+
+  test("clear drops every entry", () => {
+    const cache = createJobViewCache({ now: clock().now });
+    cache.remember("c.job_a", 2, done);
+    cache.remember("c.job_b", 3, { ...done, job_id: "job_b" });
+    cache.clear();
+    expect(cache.get("c.job_a")).toBeUndefined();
+    expect(cache.get("c.job_b")).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+});

@@ -23,6 +23,21 @@ function go(hash) {
   else location.hash = hash;
 }
 
+/** Why a login was refused, in an operator's words (the hub's detail is for API callers). */
+function refusal(err) {
+  if (!(err instanceof ApiError))
+    return `The hub could not be reached (${String(err)}). Try again.`;
+  if (err.status === 401) {
+    return "This token was not accepted. Check it for a typo: it must be a current operator token, not a client token.";
+  }
+  if (err.status === 429) {
+    return "Too many failed logins from this address. Wait a minute, then try again.";
+  }
+  if (err.status === 503)
+    return "The hub cannot check tokens right now (NATS is away). Try again shortly.";
+  return err.message;
+}
+
 function showLogin(message) {
   renders++; // a page still loading is not shown over the login
   document.getElementById("nav").hidden = true;
@@ -33,14 +48,20 @@ function showLogin(message) {
     id: "token",
     autocomplete: "off",
     placeholder: "operator token",
+    "aria-label": "Operator token",
   });
+  const error = h("div", { id: "login-status", role: "alert" });
+  const say = (text) =>
+    mount(error, text ? h("div", { class: "notice bad", id: "login-error" }, text) : null);
+  say(message);
+  const submit = h("button", { type: "submit" }, "Log in");
   const form = h(
     "form",
     { class: "login", id: "login" },
     h("h1", {}, "Operator login"),
-    message ? h("div", { class: "notice bad", id: "login-error" }, message) : null,
+    error,
     input,
-    h("button", { type: "submit" }, "Log in"),
+    submit,
     h(
       "p",
       { class: "muted" },
@@ -49,11 +70,16 @@ function showLogin(message) {
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    submit.disabled = true;
     try {
       await login(CONSOLE_BASE, input.value);
       await start();
     } catch (err) {
-      showLogin(err instanceof ApiError ? err.message : String(err));
+      // The token stays in the field: a typo is corrected, not typed again.
+      say(refusal(err));
+      submit.disabled = false;
+      input.focus();
+      input.select();
     }
   });
   mount(main, form);

@@ -9,26 +9,47 @@ function s(tag, attrs = {}, text) {
   return el;
 }
 
+/** A label of a chart's axis or value: HTML text, so it keeps the page's type size at any width. */
+const label = (text, attrs = {}) => h("span", { class: "chart-label", ...attrs }, text);
+
+/** A legend entry's colour swatch: the colour comes in through CSSOM (the CSP allows no inline style). */
+function legend(series) {
+  const el = h(
+    "div",
+    { class: "legend" },
+    series.map((x) => h("span", { "data-color": x.color }, x.name)),
+  );
+  for (const span of el.children) span.style.setProperty("--c", span.dataset.color);
+  return el;
+}
+
 /**
- * Two series per minute as grouped bars (accepted and completed over the last hour). Drawn in
- * SVG by hand: the console loads nothing from elsewhere.
+ * Series per minute as grouped bars (accepted and completed over the last hour). The bars are an
+ * SVG stretched to the panel's width (drawn by hand: the console loads nothing from elsewhere);
+ * the axis labels are HTML around it, so they stay readable however wide the panel is.
  */
 export function minuteBars(series, labels) {
   const width = 600;
   const height = 160;
   const max = Math.max(1, ...series.flatMap((x) => x.values));
   const n = series[0]?.values.length ?? 0;
-  const slot = (width - 40) / Math.max(1, n);
-  const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img" });
+  const slot = width / Math.max(1, n);
+  const svg = s("svg", {
+    class: "chart",
+    viewBox: `0 0 ${width} ${height}`,
+    preserveAspectRatio: "none",
+    role: "img",
+    "aria-label": labels.title,
+  });
   svg.append(s("title", {}, labels.title));
-  svg.append(s("text", { x: 0, y: 10 }, String(max)), s("text", { x: 0, y: height - 14 }, "0"));
+  svg.append(s("line", { x1: 0, y1: height, x2: width, y2: height, class: "axis" }));
   series.forEach((line, k) => {
     line.values.forEach((v, i) => {
-      const barHeight = ((height - 30) * v) / max;
+      const barHeight = (height * v) / max;
       svg.append(
         s("rect", {
-          x: 36 + i * slot + (k * slot) / series.length,
-          y: height - 18 - barHeight,
+          x: i * slot + (k * slot) / series.length,
+          y: height - barHeight,
           width: Math.max(1, slot / series.length - 1),
           height: barHeight,
           fill: line.color,
@@ -36,45 +57,40 @@ export function minuteBars(series, labels) {
       );
     });
   });
-  svg.append(
-    s("text", { x: 36, y: height - 2 }, labels.from),
-    s("text", { x: width - 40, y: height - 2 }, "now"),
-  );
-  const legend = h(
+  return h(
     "div",
-    { class: "legend" },
-    series.map((x) => h("span", { style: undefined, "data-color": x.color }, x.name)),
+    { class: "chart-body minute-bars" },
+    h(
+      "div",
+      { class: "y-axis" },
+      label(String(max)),
+      label(String(Math.round(max / 2))),
+      label("0"),
+    ),
+    svg,
+    h("div", { class: "x-axis" }, label(labels.from), label("30 min ago"), label("now")),
+    legend(series),
   );
-  for (const span of legend.children) span.style.setProperty("--c", span.dataset.color);
-  return h("div", {}, svg, legend);
 }
 
-/** Horizontal bars of counts by key (jobs by status). */
+/** Horizontal bars of counts by key (jobs by status), one row each, as wide as the panel. */
 export function countBars(counts, colors) {
   const entries = Object.entries(counts).sort((a, b) => b[1] - a[1]);
   const max = Math.max(1, ...entries.map(([, n]) => n));
-  const rowHeight = 22;
-  const width = 600;
-  const svg = s("svg", {
-    class: "chart",
-    viewBox: `0 0 ${width} ${Math.max(rowHeight, entries.length * rowHeight)}`,
-    role: "img",
-  });
-  svg.style.height = `${Math.max(rowHeight, entries.length * rowHeight)}px`;
-  svg.append(s("title", {}, "Jobs by status"));
-  entries.forEach(([key, n], i) => {
-    const y = i * rowHeight;
-    svg.append(
-      s("text", { x: 0, y: y + 15 }, key),
-      s("rect", {
-        x: 90,
-        y: y + 4,
-        width: ((width - 160) * n) / max,
-        height: 14,
-        fill: colors[key] ?? "#8c959f",
-      }),
-      s("text", { x: 96 + ((width - 160) * n) / max, y: y + 15 }, String(n)),
+  const body = h(
+    "div",
+    { class: "chart-body count-bars", role: "img", "aria-label": "Jobs by status" },
+    entries.length === 0 ? label("No jobs in the last 24 hours.") : null,
+  );
+  for (const [key, n] of entries) {
+    const fill = h("div", { class: "bar-fill" });
+    fill.style.width = `${(100 * n) / max}%`;
+    fill.style.background = colors[key] ?? "#8c959f";
+    body.append(
+      label(key, { class: "chart-label bar-key" }),
+      h("div", { class: "bar-track" }, fill),
+      label(String(n), { class: "chart-label bar-count" }),
     );
-  });
-  return svg;
+  }
+  return body;
 }

@@ -51,7 +51,10 @@ export function confirmAction(text) {
   });
 }
 
-/** A table with a header row and one row per item. */
+/**
+ * A table with a header row and one row per item. On a narrow screen each row is a card of
+ * "label value" lines (style.css), so no column needs sideways scrolling.
+ */
 export function table(columns, rows, empty = "Nothing here.") {
   if (rows.length === 0) return h("p", { class: "muted" }, empty);
   return h(
@@ -73,7 +76,12 @@ export function table(columns, rows, empty = "Nothing here.") {
         h(
           "tr",
           {},
-          columns.map((c) => h("td", { class: c.class }, c.cell(row))),
+          // The label lets a narrow screen show each row as a stacked card (style.css).
+          // An empty cell has no child at all, so a stacked card leaves its line out (:empty).
+          columns.map((c) => {
+            const value = c.cell(row);
+            return h("td", { class: c.class, "data-label": c.title }, value === "" ? null : value);
+          }),
         ),
       ),
     ),

@@ -2,13 +2,40 @@ import { ApiError, get, post } from "./api.js";
 import { badge, confirmAction, h, jobLink, mount, table, time } from "./dom.js";
 
 const FINAL = new Set(["done", "error", "rejected"]);
-const show = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
+/** What stands where the operator API left a payload out ({redacted: true}): input and output alike. */
+const HIDDEN = "(hidden: needs read_payloads)";
+const isRedacted = (value) =>
+  value !== null && typeof value === "object" && value.redacted === true;
+const show = (value) => {
+  if (isRedacted(value)) return HIDDEN;
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+};
+
+/**
+ * An event's data as the timeline shows it: payloads left out read as HIDDEN, and the run's
+ * metadata points to its own section instead of being repeated.
+ */
+function eventText(event) {
+  const data = { ...event.data };
+  for (const key of ["input", "output"]) if (isRedacted(data[key])) data[key] = HIDDEN;
+  if (event.type === "run.requested" && data.metadata !== undefined) {
+    data.metadata = "(shown under Metadata)";
+  }
+  return JSON.stringify(data, null, 2);
+}
+
+/** A titled section of the job page holding preformatted text. */
+const textSection = (title, id, text) => [
+  h("h2", {}, title),
+  h("div", { class: "panel" }, h("pre", { class: "payload", id }, text)),
+];
 
 /** One job: record, links between retries, actions, timeline and callback attempts. */
 export async function renderJob(main, jobId, session, go) {
   const { body } = await get(`/jobs/${encodeURIComponent(jobId)}`);
   const { job, timeline, callback_attempts: attempts, links } = body;
   const canAct = session.operator.role === "operator";
+  const metadata = timeline.find((e) => e.type === "run.requested")?.data?.metadata;
   const notice = h("div", { id: "action-result" });
   const act = async (action, question) => {
     if (!(await confirmAction(question))) return;
@@ -113,20 +140,16 @@ export async function renderJob(main, jobId, session, go) {
         links.retried_as
           ? [h("dt", {}, "retried as"), h("dd", { id: "retried-as" }, jobLink(links.retried_as))]
           : null,
-        job.output !== undefined
-          ? [
-              h("dt", {}, "output"),
-              h(
-                "dd",
-                { class: "mono" },
-                job.output?.redacted ? "(hidden: needs read_payloads)" : show(job.output),
-              ),
-            ]
-          : null,
       ),
     ),
     actions,
     notice,
+    job.output !== undefined ? textSection("Output", "job-output", show(job.output)) : null,
+    textSection(
+      "Metadata",
+      "metadata",
+      metadata === undefined ? "This run carries no metadata." : show(metadata),
+    ),
     h("h2", {}, "Timeline"),
     h(
       "div",
@@ -139,10 +162,7 @@ export async function renderJob(main, jobId, session, go) {
           {
             title: "data",
             class: "wrap",
-            cell: (e) =>
-              e.data?.input?.redacted
-                ? JSON.stringify({ ...e.data, input: "(hidden)" })
-                : JSON.stringify(e.data),
+            cell: eventText,
           },
         ],
         timeline,

@@ -32,7 +32,8 @@ function filterForm(params, onSearch) {
       "Status",
       h(
         "select",
-        { name: "status", multiple: true },
+        // Every status visible at once: nothing to scroll inside the list.
+        { name: "status", multiple: true, size: STATUSES.length },
         STATUSES.map((s) =>
           h("option", { value: s, selected: params.getAll("status").includes(s) }, s),
         ),

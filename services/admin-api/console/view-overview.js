@@ -11,7 +11,8 @@ const STATUS_COLORS = {
   queued: "#8c959f",
 };
 
-const percent = (x) => (x === null ? "–" : `${(x * 100).toFixed(1)} %`);
+/** The success rate, or that there was nothing to rate (a rate of no callbacks is not 0 %). */
+const successRate = (x) => (x === null ? "no callbacks" : `${(x * 100).toFixed(1)} %`);
 const card = (label, value, id) =>
   h(
     "div",
@@ -36,11 +37,15 @@ export async function renderOverview(main) {
       card("Projector lag (events)", body.lag.projector_events ?? "–", "card-projector-lag"),
       card("Index lag (events)", `${body.lag.index_events}`, "card-index-lag"),
       card("Index updated", lagAge, "card-index-age"),
-      card("Callback success (24 h)", percent(body.callbacks_24h.success_rate), "card-callbacks"),
+      card(
+        "Callback success (24 h)",
+        successRate(body.callbacks_24h.success_rate),
+        "card-callbacks",
+      ),
     ),
     h(
       "div",
-      { class: "panel" },
+      { class: "panel chart-panel", id: "chart-per-minute" },
       h("h2", {}, "Jobs per minute, last hour"),
       minuteBars(
         [
@@ -52,7 +57,7 @@ export async function renderOverview(main) {
     ),
     h(
       "div",
-      { class: "panel" },
+      { class: "panel chart-panel", id: "chart-by-status" },
       h("h2", {}, "Jobs of the last 24 hours by status"),
       countBars(body.jobs_24h, STATUS_COLORS),
     ),

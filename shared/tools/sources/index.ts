@@ -7,16 +7,24 @@ import type { InputKind, ToolSource } from "./types.ts";
 
 /**
  * Every kind of compiler input, in the order a parsed document is matched against them
- * (manual before MCP: both hold a `tools` array, manual records carry method/path).
- * A new source is a folder beside these and one line here (and its codes in codes.ts).
+ * (manual before MCP: both hold a `tools` array, manual records carry method/path). The shipped
+ * sources are folders beside this file, one line each here (and their codes in codes.ts); a
+ * source registered later (registerToolSource) is asked after them.
  */
-export const SOURCES_IN_ORDER: readonly ToolSource[] = [
-  openApiSource,
-  overlaySource,
-  manualSource,
-  mcpSource,
-  sdkSource,
-];
+const registered: ToolSource[] = [openApiSource, overlaySource, manualSource, mcpSource, sdkSource];
+
+export const SOURCES_IN_ORDER: readonly ToolSource[] = registered;
+
+/**
+ * Adds a source of compiler input. Its tools carry one of the tool-definition `source` values
+ * (a new value is a change of that contract). The same module registered again is a no-op.
+ */
+export function registerToolSource(source: ToolSource): void {
+  const same = registered.find((s) => s.kind === source.kind);
+  if (same === source) return;
+  if (same) throw new Error(`a tool source of kind ${source.kind} is registered already`);
+  registered.push(source);
+}
 
 export function sourceFor(kind: InputKind): ToolSource {
   const s = SOURCES_IN_ORDER.find((x) => x.kind === kind);

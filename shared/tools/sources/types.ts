@@ -1,13 +1,17 @@
 import type { DiagnosticCode } from "../codes.ts";
 import type { DiagnosticSink } from "../diagnostics.ts";
 import type { NameCandidate } from "../naming.ts";
-import type { Severity, ToolDefinition } from "../schemas.ts";
+import type { Severity, Source, ToolDefinition } from "../schemas.ts";
 
 /** Reads and parses a file named by a relative $ref; undefined when it cannot. */
 export type ReadDocument = (absolutePath: string) => unknown;
 
-/** The kinds of compiler input; each is one module under shared/tools/sources/. */
-export type InputKind = "openapi" | "overlay" | "mcp" | "manual" | "sdk";
+/**
+ * The kind of a compiler input: the `kind` of a registered source (sources/index.ts). The shipped
+ * sources are named like the tool-definition `source` values (SOURCES); a source registered
+ * later names itself.
+ */
+export type InputKind = Source | (string & {});
 
 /** One parsed input of the compiler. Loading files is done by load.ts; compiling is pure. */
 export interface CompileInput {
@@ -48,8 +52,8 @@ export type LoadedInput =
 export type CodeTable = Record<string, readonly [Severity, string]>;
 
 /**
- * One kind of compiler input. A new kind is a new folder under sources/ with a module that
- * implements this interface, and one line in sources/index.ts.
+ * One kind of compiler input. A new kind is a folder with a module that implements this
+ * interface, registered once (sources/index.ts: a line in SHIPPED, or registerToolSource).
  */
 export interface ToolSource {
   readonly kind: InputKind;

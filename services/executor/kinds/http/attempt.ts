@@ -1,17 +1,17 @@
 import { parseDuration } from "../../../../shared/config/index.ts";
 import type { DispatchIndex } from "../../../../shared/dispatch/index.ts";
 import { deadlineExceeded, type StatusIntent } from "../../../../shared/domain/index.ts";
-import type { Logger } from "../../../../shared/log/index.ts";
-import { NO_TRACING, type TraceSpan } from "../../../../shared/telemetry/index.ts";
 import {
   type CurrentStatus,
   statusAfterWrite,
-  type Task,
   type WriteResult,
-} from "../../../../shared/worker/index.ts";
-import { type HttpOutcome, postTask } from "../../http-post.ts";
+} from "../../../../shared/jobs/index.ts";
+import type { Logger } from "../../../../shared/log/index.ts";
+import { NO_TRACING, type TraceSpan } from "../../../../shared/telemetry/index.ts";
+import type { Task } from "../../../../shared/worker/index.ts";
 import type { JobContext } from "../../job-writer.ts";
 import type { KindContext, RouteOf } from "../kind.ts";
+import { type HttpOutcome, postTask } from "./post.ts";
 
 /** One HTTP job, wherever its attempt comes from (the admission or the route's queue). */
 export interface HttpJob {

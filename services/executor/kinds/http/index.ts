@@ -1,8 +1,8 @@
 import { parseDuration } from "../../../../shared/config/index.ts";
 import { type DispatchIndex, openDispatchIndex } from "../../../../shared/dispatch/index.ts";
+import type { CurrentStatus } from "../../../../shared/jobs/index.ts";
 import { traceHeaders } from "../../../../shared/trace/index.ts";
 import {
-  type CurrentStatus,
   encodeTask,
   ensureRouteConsumer,
   type Task,

@@ -1,12 +1,12 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { TRACEPARENT_HEADER } from "../../../../shared/bus/index.ts";
+import { readStatus } from "../../../../shared/jobs/index.ts";
 import { lazyChild } from "../../../../shared/log/index.ts";
-import { headerOf } from "../../../../shared/nats/headers.ts";
+import { headerOf } from "../../../../shared/nats/index.ts";
 import { traceIdOf } from "../../../../shared/trace/index.ts";
 import {
   decodeTask,
   type PullLoop,
-  readStatus,
   runPullLoop,
   TASK_STREAM,
   TaskSet,

@@ -1,5 +1,5 @@
 import { EARLY_SLACK_MS } from "../../../../shared/domain/index.ts";
-import type { CurrentStatus } from "../../../../shared/worker/index.ts";
+import type { CurrentStatus } from "../../../../shared/jobs/index.ts";
 
 /** Where an HTTP job stands, read from its last status event. */
 export type HttpStanding =

@@ -1,6 +1,6 @@
-import { deadlineExceeded, isFinal } from "../../../shared/domain/index.ts";
-import { statusAfterWrite } from "../../../shared/worker/index.ts";
-import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "./kind.ts";
+import { deadlineExceeded, isFinal } from "../../../../shared/domain/index.ts";
+import { statusAfterWrite } from "../../../../shared/jobs/index.ts";
+import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "../kind.ts";
 
 /**
  * Builtin executors run inside the executor process: `echo` answers with the input, `sleep` waits

@@ -1,7 +1,7 @@
 import { listenOrExplain } from "../../shared/http/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
-export interface AdminServerDeps {
+export interface MonitoringServerDeps {
   readonly host: string;
   readonly port: number;
   readonly ready: () => Promise<boolean>;
@@ -12,12 +12,15 @@ export interface AdminServerDeps {
 type Handler = () => Promise<Response> | Response;
 
 /**
- * /healthz, /readyz and /metrics on the admin port of every service. The ingress's API port does
- * not serve /metrics: keep the admin port out of the Service and Ingress that callers reach.
+ * /healthz, /readyz and /metrics on the monitoring port of every service. The ingress's API port
+ * does not serve /metrics: keep the monitoring port out of the Service and Ingress that callers reach.
  * Three fixed GETs need no router: plain Bun.serve keeps Elysia out of the processes that serve
  * no API (about 12 MB of RSS in a projector, executor or callback process).
  */
-export function startAdminServer(deps: AdminServerDeps): { port: number; stop(): Promise<void> } {
+export function startMonitoringServer(deps: MonitoringServerDeps): {
+  port: number;
+  stop(): Promise<void>;
+} {
   const routes: Record<string, Handler> = {
     "/healthz": () => Response.json({ status: "ok" }),
     "/readyz": async () =>
@@ -46,13 +49,13 @@ export function startAdminServer(deps: AdminServerDeps): { port: number; stop():
         return handler();
       },
       error(err) {
-        deps.logger.error({ err }, "admin server request failed");
+        deps.logger.error({ err }, "monitoring server request failed");
         return Response.json({ status: "error" }, { status: 500 });
       },
     });
-  }, `${deps.host}:${deps.port} (admin.host / admin.port)`);
+  }, `${deps.host}:${deps.port} (monitoring.host / monitoring.port)`);
   const port = server?.port ?? 0;
-  deps.logger.info({ port }, "admin server listening");
+  deps.logger.info({ port }, "monitoring server listening");
   return {
     port,
     stop: async () => {

@@ -1,12 +1,12 @@
-import type { Clock } from "../../shared/clock/index.ts";
+import type { Clock } from "../../../../shared/clock/index.ts";
 import {
   checkJsonShape,
   containsNumber,
   lossyNumbers,
   OUTPUT_SHAPE_LIMITS,
-} from "../../shared/json/index.ts";
-import { webhookHeaders } from "../../shared/webhooks/index.ts";
-import { type HttpTask, type Task, toHttpTask } from "../../shared/worker/index.ts";
+} from "../../../../shared/json/index.ts";
+import { webhookHeaders } from "../../../../shared/webhooks/index.ts";
+import { type HttpTask, type Task, toHttpTask } from "../../../../shared/worker/index.ts";
 
 /** How one POST of a task ended, as the dispatcher acts on it. */
 export type HttpOutcome =

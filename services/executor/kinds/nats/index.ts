@@ -1,13 +1,9 @@
-import { parseDuration } from "../../../shared/config/index.ts";
-import { traceHeaders } from "../../../shared/trace/index.ts";
-import {
-  encodeTask,
-  ensureRouteConsumer,
-  statusAfterWrite,
-  taskSubject,
-} from "../../../shared/worker/index.ts";
-import { isRefusal } from "../task.ts";
-import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "./kind.ts";
+import { parseDuration } from "../../../../shared/config/index.ts";
+import { statusAfterWrite } from "../../../../shared/jobs/index.ts";
+import { traceHeaders } from "../../../../shared/trace/index.ts";
+import { encodeTask, ensureRouteConsumer, taskSubject } from "../../../../shared/worker/index.ts";
+import { isRefusal } from "../../task.ts";
+import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "../kind.ts";
 
 /**
  * NATS workers (shared/worker): the task goes to the route's work queue `sy.task.<route>`, whose

@@ -1,4 +1,4 @@
-import { SwitchyardError } from "./index.ts";
+import { SwitchyardError } from "../../shared/errors/index.ts";
 
 /*
  * Problems only the operator API (/admin/v1) and the console send. Kept apart from the Client API

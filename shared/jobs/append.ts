@@ -1,8 +1,7 @@
 import { type JetStreamClient, PubHeaders } from "@nats-io/jetstream";
+import { EVENT_TYPE_HEADER, encodeEvent, isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type JobEvent, streamKindOf } from "../domain/index.ts";
-import { headersOf } from "../nats/headers.ts";
-import { EVENT_TYPE_HEADER, encodeEvent, TRACEPARENT_HEADER } from "./codec.ts";
-import { isJsError } from "./js-errors.ts";
+import { headersOf } from "../nats/index.ts";
 import { jobSubject } from "./subjects.ts";
 
 export interface AppendOptions {
@@ -40,14 +39,10 @@ export async function appendEvent(
       : { [PubHeaders.ExpectedLastSubjectSequenceHdr]: `${options.expectedLastSubjectSeq}` }),
   });
   try {
-    const ack = await js.publish(
-      jobSubject(event.client_id, event.job_id, streamKindOf(event.type)),
-      encodeEvent(event),
-      {
-        headers,
-        ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-      },
-    );
+    const ack = await js.publish(jobSubject(event, streamKindOf(event.type)), encodeEvent(event), {
+      headers,
+      ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+    });
     return ack.duplicate ? { kind: "duplicate", seq: ack.seq } : { kind: "appended", seq: ack.seq };
   } catch (err) {
     if (isJsError(err, "wrongLastSequence")) {

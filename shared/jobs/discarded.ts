@@ -1,9 +1,11 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
 import type { Clock } from "../clock/index.ts";
-import { decideDiscardedResult, type JobEvent, type StatusIntent } from "../domain/index.ts";
+import { decideDiscardedResult, type StatusIntent } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
-import type { CurrentStatus, JobRef } from "./status.ts";
+import { appendEvent } from "./append.ts";
+import { newEvent } from "./envelope.ts";
+import type { CurrentStatus } from "./status.ts";
+import type { JobRef } from "./subjects.ts";
 
 /**
  * Keeps a result that arrived after the job was cancelled as history: job.result_discarded on the
@@ -19,15 +21,7 @@ export async function keepDiscardedResult(
 ): Promise<void> {
   const data = decideDiscardedResult(input.current.last?.event, input.intent);
   if (data === null) return;
-  const event: JobEvent = {
-    id: deps.ids.next("evt"),
-    type: "job.result_discarded",
-    schema_version: 1,
-    job_id: input.ref.job_id,
-    client_id: input.ref.client_id,
-    occurred_at: deps.clock.now().toISOString(),
-    data,
-  };
+  const event = newEvent(deps, input.ref, { type: "job.result_discarded", data });
   await appendEvent(deps.js, event, {
     msgId: `discarded:${input.ref.job_id}:${input.current.seq}`,
   });

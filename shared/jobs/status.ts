@@ -1,6 +1,4 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { appendEvent } from "../bus/append.ts";
-import { readLastEvent, type StoredEvent } from "../bus/read.ts";
 import type { Clock } from "../clock/index.ts";
 import {
   decideStatus,
@@ -12,15 +10,13 @@ import {
   statusAfter,
 } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
+import { appendEvent } from "./append.ts";
 import { keepDiscardedResult } from "./discarded.ts";
+import { newEvent } from "./envelope.ts";
+import { readLastEvent, type StoredEvent } from "./read.ts";
+import type { JobRef } from "./subjects.ts";
 
 export type { StatusEvent, StatusEventType, StatusIntent } from "../domain/index.ts";
-
-/** Which job: the pair that names its subjects. */
-export interface JobRef {
-  readonly client_id: string;
-  readonly job_id: string;
-}
 
 /** A job's status as its `.job` subject says, and the sequence a writer must expect. */
 export interface CurrentStatus {
@@ -39,7 +35,7 @@ export const QUEUED: CurrentStatus = { status: "queued", last: null, seq: 0 };
  * move and names the current status; an empty subject means `queued`.
  */
 export async function readStatus(jsm: JetStreamManager, ref: JobRef): Promise<CurrentStatus> {
-  const last = await readLastEvent(jsm, ref.client_id, ref.job_id, "job");
+  const last = await readLastEvent(jsm, ref, "job");
   if (last === null || !isStatusEventType(last.event.type)) {
     return { status: "queued", last, seq: last?.seq ?? 0 };
   }
@@ -76,23 +72,6 @@ export type WriteResult =
       readonly reason: StatusRefusal | "changed";
     };
 
-/** Builds the full event for an intent. */
-export function buildStatusEvent(
-  deps: Pick<StatusWriterDeps, "clock" | "ids">,
-  ref: JobRef,
-  intent: StatusIntent,
-): StatusEvent {
-  return {
-    id: deps.ids.next("evt"),
-    type: intent.type,
-    schema_version: 1,
-    job_id: ref.job_id,
-    client_id: ref.client_id,
-    occurred_at: deps.clock.now().toISOString(),
-    data: intent.data,
-  } as StatusEvent;
-}
-
 const MAX_ROUNDS = 8;
 
 /**
@@ -115,7 +94,7 @@ export async function writeStatus(
       }
       return { kind: "refused", current, reason: decision.reason };
     }
-    const event = buildStatusEvent(deps, write.ref, decision.intent);
+    const event: StatusEvent = newEvent(deps, write.ref, decision.intent);
     const result = await appendEvent(deps.js, event, {
       expectedLastSubjectSeq: current.seq,
       ...(write.traceparent ? { traceparent: write.traceparent } : {}),
