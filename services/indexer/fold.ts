@@ -1,4 +1,3 @@
-import type { JsMsg } from "@nats-io/jetstream";
 import {
   isFinal,
   type JobEvent,
@@ -8,24 +7,14 @@ import {
 } from "../../shared/domain/index.ts";
 import type { CountDelta, IndexRow } from "../../shared/search/index.ts";
 
-/** A job whose events were taken and whose row is not written yet. */
-export interface HeldJob {
-  readonly key: string;
-  readonly clientId: string;
-  readonly jobId: string;
-  readonly events: { readonly msg: JsMsg; readonly event: JobEvent }[];
-  /** When the oldest unwritten event arrived. */
-  readonly since: number;
-  /** A redelivered message is among them: fold the job again from the stream. */
-  heal: boolean;
-  /** The row as stored (null: none), once known. */
-  stored: JobState | undefined;
+/** A job's row as the indexer folds it onto what is stored. */
+export interface RowFold {
+  /** The row as stored (null: none). */
+  readonly stored: JobState;
   /** The fold of the events onto `stored`. */
-  state: JobState;
-  /** From the run.requested, when it is among the events. */
+  view: JobState;
+  /** From the run.requested, when it was among the events. */
   tenant: string | undefined;
-  /** How many of `events` are folded into `state`. */
-  folded: number;
 }
 
 /** The principal tenant of a run's metadata, if it names one. */
@@ -36,15 +25,13 @@ export function tenantOf(event: JobEvent): string | undefined {
   return typeof principal?.tenant === "string" ? principal.tenant.slice(0, 256) : undefined;
 }
 
-/** Folds the held job's new events onto its state (the stored row must be known). */
-export function foldNew(job: HeldJob): void {
-  for (; job.folded < job.events.length; job.folded++) {
-    const { msg, event } = job.events[job.folded] as HeldJob["events"][number];
-    job.tenant = tenantOf(event) ?? job.tenant;
-    if (job.state !== null && msg.seq <= job.state.seq) continue;
-    const result = transition(job.state, event);
-    if (result.state !== null) job.state = { ...result.state, seq: msg.seq };
-  }
+/** Folds one event (stream sequence `seq`) onto the row. */
+export function foldRow(row: RowFold, event: JobEvent, seq: number): RowFold {
+  row.tenant = tenantOf(event) ?? row.tenant;
+  if (row.view !== null && seq <= row.view.seq) return row;
+  const result = transition(row.view, event);
+  if (result.state !== null) row.view = { ...result.state, seq };
+  return row;
 }
 
 const minuteOf = (iso: string | undefined): number =>
@@ -87,9 +74,9 @@ export function countChanges(stored: JobState, next: JobView, into: Map<string, 
   }
 }
 
-/** The row to write for a held job, or undefined when its fold changed nothing. */
-export function rowOf(job: HeldJob): IndexRow | undefined {
-  if (job.state === null) return undefined;
-  if (job.stored != null && job.stored.seq >= job.state.seq) return undefined;
-  return { view: job.state, tenant: job.tenant };
+/** The row to write, or undefined when its fold changed nothing. */
+export function rowOf(row: RowFold): IndexRow | undefined {
+  if (row.view === null) return undefined;
+  if (row.stored !== null && row.stored.seq >= row.view.seq) return undefined;
+  return { view: row.view, tenant: row.tenant };
 }

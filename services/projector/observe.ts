@@ -3,7 +3,7 @@ import { isFinal, type JobState, type JobView } from "../../shared/domain/index.
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { headerOf } from "../../shared/nats/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
-import type { Held } from "./held.ts";
+import type { HeldView } from "./view-model.ts";
 
 export type ProjectorMetrics = Pick<HubMetrics, "latency" | "jobsCompleted">;
 
@@ -33,17 +33,17 @@ export function observeCompletion(metrics: ProjectorMetrics | undefined, view: J
  */
 export function tracedWrite(
   tracing: Tracing,
-  entry: Held,
+  job: HeldView,
   write: () => Promise<boolean>,
 ): Promise<boolean> {
-  const last = entry.events[entry.events.length - 1];
+  const last = job.events[job.events.length - 1];
   if (!tracing.enabled || last === undefined) return write();
   const span = tracing.start("project", {
     parent: headerOf(last.msg, TRACEPARENT_HEADER),
     attributes: {
       job_id: last.event.job_id,
       client_id: last.event.client_id,
-      route: entry.folded?.state?.route,
+      route: job.state?.view?.route,
     },
   });
   return write().then(

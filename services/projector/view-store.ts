@@ -1,14 +1,6 @@
-import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
-import { decodeEvent, PoisonMessageError, TOPOLOGY } from "../../shared/bus/index.ts";
-import { type JobState, type JobView, transition } from "../../shared/domain/index.ts";
-import {
-  GenerationalMap,
-  isSettledView,
-  type JobRef,
-  jobViewCodec,
-  subjectFilters,
-} from "../../shared/jobs/index.ts";
+import type { JobState, JobView } from "../../shared/domain/index.ts";
+import { GenerationalMap, isSettledView, jobViewCodec } from "../../shared/jobs/index.ts";
 
 /** A job's view and the KV revision it was read or written at (0: no key). */
 export interface StoredView {
@@ -20,7 +12,6 @@ const CACHE_LIMIT = 20_000;
 
 export interface ViewStoreDeps {
   readonly kv: KV;
-  readonly jsm: JetStreamManager;
   /**
    * A settled view was rewritten (an operator's retry, a redelivery request): readers that cached
    * it must drop it (view-notices.ts). Not called for any other write.
@@ -31,8 +22,7 @@ export interface ViewStoreDeps {
 /**
  * The projector's access to the job views: KV `sy_jobs` with compare-and-set writes and an
  * in-process copy of the views of jobs still in flight (settled ones leave it: only an operator's
- * rare retry or redelivery request changes them), and the fold of one job's whole history from
- * the stream.
+ * rare retry or redelivery request changes them).
  */
 export function createViewStore(deps: ViewStoreDeps) {
   const cache = new GenerationalMap<StoredView>(CACHE_LIMIT);
@@ -75,32 +65,6 @@ export function createViewStore(deps: ViewStoreDeps) {
     },
 
     forget: (key: string) => cache.delete(key),
-
-    /**
-     * The job's view folded from its whole history in the stream (read from the stream leader),
-     * exactly as a replay would fold it.
-     */
-    async foldFromStream(ref: JobRef): Promise<JobState> {
-      let state: JobState = null;
-      let seq = 1;
-      for (;;) {
-        // A leader read (not a direct get, which a follower may answer stale). nats.js types the
-        // request as seq or last_by_subj only; the server (2.9+) also takes next_by_subj.
-        const query = { seq, next_by_subj: subjectFilters.job(ref) };
-        const msg = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, query);
-        if (msg === null) return state;
-        seq = msg.seq + 1;
-        let event: ReturnType<typeof decodeEvent>;
-        try {
-          event = decodeEvent(msg.data);
-        } catch (err) {
-          if (!(err instanceof PoisonMessageError)) throw err;
-          continue;
-        }
-        const result = transition(state, event);
-        if (result.state !== null) state = { ...result.state, seq: msg.seq };
-      }
-    },
   };
 }
 

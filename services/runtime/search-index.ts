@@ -44,24 +44,24 @@ export async function startSearchIndex(deps: {
         );
         return;
       }
+      const logger = deps.logger.child({ component: "indexer" });
       const indexer = createIndexer({
         js: deps.hub.js,
         jsm: deps.hub.jsm,
         store,
-        logger: deps.logger.child({ component: "indexer" }),
+        logger,
         lingerMs: parseDuration(config.index.linger),
         retentionMs: parseDuration(config.nats.events_max_age),
+        // One writer at a time, like the projector: replicas stand by on their own lease.
+        lease: createLease({
+          kv: await openLeaseBucket(deps.hub.nc, { replicas: config.nats.replicas }),
+          key: "indexer",
+          holder: `${hostname()}/${process.pid}`,
+          logger,
+        }),
       });
-      // One writer at a time, like the projector: replicas stand by on their own lease.
-      const lease = createLease({
-        kv: await openLeaseBucket(deps.hub.nc, { replicas: config.nats.replicas }),
-        key: "indexer",
-        holder: `${hostname()}/${process.pid}`,
-        logger: deps.logger.child({ component: "indexer" }),
-      });
-      await lease.start({ lead: indexer.start, standDown: indexer.stop });
-      if (!lease.holding()) deps.logger.info({ component: "indexer" }, "indexer standing by");
-      stoppables.push({ name: "indexer", stop: lease.stop });
+      await indexer.start();
+      stoppables.push({ name: "indexer", stop: indexer.stop });
     },
     async close() {
       await store?.close();

@@ -76,10 +76,28 @@ export async function recreateDurableFromFloor(
       info.ack_floor.stream_seq > 0
         ? info.ack_floor.stream_seq + 1
         : (info.config.opt_start_seq ?? 1);
+  } catch (err) {
+    if (!isJsError(err, "consumerNotFound")) throw err;
+  }
+  await recreateDurableAt(jsm, { ...options, fromSeq });
+  return { fromSeq };
+}
+
+/**
+ * Deletes a durable (one that does not exist is fine) and creates it again delivering from
+ * `fromSeq`: for an owner that keeps its own position (the search index keeps it in its store).
+ */
+export async function recreateDurableAt(
+  jsm: JetStreamManager,
+  options: DurableOptions & { readonly fromSeq: number },
+): Promise<void> {
+  const stream = options.stream ?? TOPOLOGY.eventsStream;
+  try {
     await jsm.consumers.delete(stream, options.name);
   } catch (err) {
     if (!isJsError(err, "consumerNotFound")) throw err;
   }
+  const { fromSeq } = options;
   await jsm.consumers.add(stream, {
     durable_name: options.name,
     ack_policy: options.ackPolicy === "all" ? AckPolicy.All : AckPolicy.Explicit,
@@ -90,5 +108,4 @@ export async function recreateDurableFromFloor(
     ack_wait: options.ackWaitMs * 1_000_000,
     max_ack_pending: options.maxAckPending,
   });
-  return { fromSeq };
 }

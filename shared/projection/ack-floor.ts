@@ -2,10 +2,11 @@ import type { JsMsg } from "@nats-io/jetstream";
 
 /**
  * Acknowledges a durable with AckPolicy.All: one ack settles every delivery up to its stream
- * sequence, so the projector sends one ack per round instead of one per event. Such an ack is
- * safe only below the lowest sequence still unwritten (a lingering job's events must be
+ * sequence, so a projection runner sends one ack per round instead of one per event. Such an
+ * ack is safe only below the lowest sequence still unwritten (a lingering job's events must be
  * redelivered after a crash), so this tracks what was delivered and what was written, and acks
- * the highest written message below that floor.
+ * the highest written message below that floor. The same floor is the position a read model
+ * that keeps its own (the search index) commits with its rows.
  */
 export class AckFloor {
   /** Delivered, not yet written, in arrival order (first deliveries arrive in stream order). */
@@ -43,6 +44,25 @@ export class AckFloor {
     let floor = this.pending[this.head] ?? Number.POSITIVE_INFINITY;
     for (const seq of this.pendingOutOfOrder) floor = Math.min(floor, seq);
     return floor;
+  }
+
+  /**
+   * The highest sequence at or below which every delivered message is settled, once the messages
+   * of `settling` are too: what a read model commits as its position in the same write. Reads
+   * only; 0 before any delivery.
+   */
+  positionIf(settling: ReadonlySet<number>): number {
+    let i = this.head;
+    while (i < this.pending.length) {
+      const seq = this.pending[i] as number;
+      if (!this.done.has(seq) && !settling.has(seq)) break;
+      i++;
+    }
+    let floor = this.pending[i] ?? Number.POSITIVE_INFINITY;
+    for (const seq of this.pendingOutOfOrder) {
+      if (!settling.has(seq)) floor = Math.min(floor, seq);
+    }
+    return Math.min(floor - 1, this.last);
   }
 
   /** Sends at most one ack: for the highest written message below the floor. */

@@ -1,0 +1,179 @@
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
+import type { JobState, JobView } from "../../shared/domain/index.ts";
+import { foldHistory, GenerationalMap, isSettledView } from "../../shared/jobs/index.ts";
+import type { Logger } from "../../shared/log/index.ts";
+import {
+  type HeldJob,
+  ProjectionFencedError,
+  type ReadModel,
+  type WriteBatch,
+} from "../../shared/projection/index.ts";
+import {
+  type CountDelta,
+  IndexFencedError,
+  type IndexRow,
+  type IndexStore,
+} from "../../shared/search/index.ts";
+import { countChanges, foldRow, type RowFold, rowOf, tenantOf } from "./fold.ts";
+
+const HEARTBEAT_MS = 5_000;
+const PRUNE_MS = 3_600_000;
+
+export interface IndexModelDeps {
+  readonly jsm: JetStreamManager;
+  readonly store: IndexStore;
+  readonly logger: Logger;
+  /** Rows of jobs created longer ago than this are pruned (the stream's retention). */
+  readonly retentionMs?: number;
+  readonly now?: () => number;
+}
+
+/** The search index as a read model, with the stream position it has reached. */
+export interface IndexModel extends ReadModel<RowFold> {
+  /** Every event at or below this sequence is in the index. */
+  appliedSeq(): number;
+}
+
+/**
+ * The search index as a read model (docs/architecture.md, "The search index"): rows folded with
+ * the same `transition` as the job view, written in one transaction per round together with the
+ * stream position reached. At each lead the durable is taken again at that position, so whatever
+ * a killed indexer had not committed comes again, in order, and nothing committed is applied
+ * twice (rows carry the last applied sequence; counts change only with a row). Its writes are
+ * fenced by the store's own claim: a newer indexer's claim refuses this one's.
+ */
+export function createIndexModel(deps: IndexModelDeps): IndexModel {
+  const { logger, store } = deps;
+  const now = deps.now ?? Date.now;
+  /** Rows this process wrote for jobs not settled yet: their next event needs no read. */
+  let unsettled = new GenerationalMap<JobView>(20_000);
+  let applied = 0;
+  /** The highest sequence of any row in the store, as far as this indexer knows. */
+  let written = 0;
+  /**
+   * `written` when the current consumer started: a run.requested above it, delivered once, is of
+   * a job without a row (the `.run` subject holds one message per job, and it comes first), so
+   * its row is not read. Below it, a row an earlier consumer wrote may exist.
+   */
+  let noRowAbove = Number.POSITIVE_INFINITY;
+  /** The events stream's creation time: the index's sequences are of this stream. */
+  let stream = "";
+  /** This indexer's epoch (store.claim): a newer indexer fences this one's writes. */
+  let owner = 0;
+  let lastWrite = 0;
+  let lastPrune = 0;
+
+  const row = (stored: JobState): RowFold => ({ stored, view: stored, tenant: undefined });
+
+  /** The row is surely absent or cached here: no read. Undefined: it must be read. */
+  const known = (job: HeldJob<RowFold>): RowFold | undefined => {
+    if (job.heal) return undefined;
+    const first = job.events[0];
+    const fresh =
+      !job.retried &&
+      first?.event.type === "run.requested" &&
+      !first.msg.info.redelivered &&
+      first.msg.seq > noRowAbove;
+    if (fresh) return row(null);
+    const cached = unsettled.get(job.key);
+    return cached === undefined ? undefined : row(cached);
+  };
+
+  const load = async (jobs: readonly HeldJob<RowFold>[]) => {
+    const states = jobs.map(known);
+    const unknown = jobs.filter((_, i) => states[i] === undefined);
+    if (unknown.length === 0) return states;
+    const rows = await store.load(unknown.map((j) => ({ clientId: j.clientId, jobId: j.jobId })));
+    return jobs.map((job, i) => states[i] ?? row(rows.get(job.key) ?? null));
+  };
+
+  const write = async (batch: WriteBatch<RowFold>) => {
+    const at = now();
+    const rows: IndexRow[] = [];
+    const counts = new Map<string, CountDelta>();
+    for (const job of batch.jobs) {
+      const fold = job.state;
+      const next = rowOf(fold);
+      if (next === undefined) continue;
+      rows.push(next);
+      countChanges(fold.stored, next.view, counts);
+    }
+    const position = Math.max(applied, batch.position());
+    // Nothing new (events the index had already): no transaction, but the jobs are done with.
+    if (rows.length > 0 || position !== applied) {
+      try {
+        await store.apply({
+          rows,
+          counts: [...counts.values()].filter((c) => c.delta !== 0),
+          position: { appliedSeq: position, pending: batch.pending, updatedMs: at, stream },
+          owner,
+        });
+      } catch (err) {
+        // Another indexer runs now (run one): this one stops, leaving its work to it.
+        if (err instanceof IndexFencedError) throw new ProjectionFencedError(err.message);
+        throw err;
+      }
+      lastWrite = at;
+      for (const r of rows) written = Math.max(written, r.view.seq);
+    }
+    for (const job of batch.jobs) {
+      const view = job.state.view;
+      if (view === null || isSettledView(view)) unsettled.delete(job.key);
+      else unsettled.set(job.key, view);
+    }
+    applied = position;
+    return batch.jobs.map(() => true);
+  };
+
+  return {
+    name: "indexer",
+    async open() {
+      // A new lead: what this process cached under an earlier one may be stale (another indexer
+      // wrote since), so it starts from the store alone.
+      unsettled = new GenerationalMap<JobView>(20_000);
+      owner = await store.claim();
+      stream = (await deps.jsm.streams.info(TOPOLOGY.eventsStream)).created;
+      const stored = await store.position();
+      applied = stored.appliedSeq;
+      written = stored.writtenSeq;
+      if (stored.stream !== "" && stored.stream !== stream) {
+        // Sequences of another stream (a new NATS store, another hub): start over from this one.
+        logger.warn(
+          { indexed: stored.stream, stream },
+          "the index is of another events stream; rebuilding it",
+        );
+        await store.reset();
+        applied = 0;
+        written = 0;
+      }
+    },
+    resumeFrom() {
+      noRowAbove = written;
+      return applied + 1;
+    },
+    load,
+    fold: foldRow,
+    replay: (state, history) => ({
+      stored: state.stored,
+      view: foldHistory(history),
+      tenant: history.map((h) => tenantOf(h.event)).find((t) => t !== undefined),
+    }),
+    settled: (state) => state.view !== null && isSettledView(state.view),
+    write,
+    async idle(pending) {
+      const at = now();
+      if (at - lastWrite >= HEARTBEAT_MS) {
+        lastWrite = at;
+        await store.heartbeat(pending, at);
+      }
+      if (deps.retentionMs !== undefined && at - lastPrune >= PRUNE_MS) {
+        lastPrune = at;
+        const removed = await store.prune(at - deps.retentionMs);
+        if (removed > 0) logger.info({ removed }, "index pruned to the stream's retention");
+        await store.optimize();
+      }
+    },
+    appliedSeq: () => applied,
+  };
+}

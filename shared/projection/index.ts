@@ -1,0 +1,8 @@
+export { AckFloor } from "./ack-floor.ts";
+export { HeldJobs } from "./held.ts";
+export * from "./read-model.ts";
+export {
+  createProjectionRunner,
+  type ProjectionRunner,
+  type ProjectionRunnerDeps,
+} from "./runner.ts";

@@ -1,0 +1,260 @@
+import type {
+  ConsumerMessages,
+  JetStreamClient,
+  JetStreamManager,
+  JsMsg,
+} from "@nats-io/jetstream";
+import {
+  type DurableOptions,
+  type OwnedDurablePump,
+  pumpOwnedDurable,
+  recreateDurableAt,
+  recreateDurableFromFloor,
+  TOPOLOGY,
+} from "../bus/index.ts";
+import { retryWhile } from "../lease/index.ts";
+import type { Logger } from "../log/index.ts";
+import {
+  type Fence,
+  type Pace,
+  ProjectionFencedError,
+  type ProjectionSlot,
+  type ReadModel,
+} from "./read-model.ts";
+import { createRounds, FENCED_PAUSE_MS } from "./rounds.ts";
+
+export interface ProjectionRunnerDeps<State> {
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly logger: Logger;
+  readonly slot: ProjectionSlot;
+  readonly model: ReadModel<State>;
+  readonly pace: Pace;
+}
+
+export interface ProjectionRunner {
+  /** Competes for the slot's lease (or leads at once without one). */
+  start(): Promise<void>;
+  /** Stops taking events, writes every job it holds, acks, and releases the lease. */
+  stop(): Promise<void>;
+  /** The highest stream sequence whose effect is written. */
+  appliedSeq(): number;
+}
+
+/**
+ * Runs one read model on one slot (docs/architecture.md, "Projection runner"). At each lead it
+ * opens the model and takes the durable again (from the model's own position, or from the
+ * durable's ack floor: what an earlier holder held un-acked comes first, in order). Deliveries
+ * gather into rounds (one write and one ack per round); a job's events are held until it settles
+ * or its linger runs out; acks (AckPolicy.All) stay below every job still held. While the lease
+ * is not held nothing is written or acknowledged; a lease lost drops what is held (the next
+ * holder folds it again). Another process pulling from the durable, or the consumer ending under
+ * a holder, makes it take the durable again.
+ */
+export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>): ProjectionRunner {
+  const { logger, model, pace, slot } = deps;
+  const { durable } = slot;
+  const leading = () => slot.lease === undefined || slot.lease.holding();
+  const fence: Fence = { partition: slot.partition, holding: leading };
+  const rounds = createRounds({ jsm: deps.jsm, logger, model, pace, durable, fence });
+  const log = { durable, partition: slot.partition };
+  let messages: ConsumerMessages | undefined;
+  let queue: JsMsg[] = [];
+  let wake: (() => void) | undefined;
+  let pump: OwnedDurablePump | undefined;
+  let running = false;
+  /** stop() was called: nothing is taken again after it. */
+  let stopped = false;
+  let loopDone: Promise<void> = Promise.resolve();
+
+  /** Waits for new messages, for the oldest held job's linger, or for the model's idle wake. */
+  const idle = async () => {
+    if (queue.length > 0) return;
+    const since = rounds.oldestSince();
+    const waitMs =
+      since === undefined ? pace.idleWakeMs : Math.max(0, since + pace.lingerMs - Date.now());
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      if (waitMs !== undefined) setTimeout(resolve, waitMs);
+    });
+    wake = undefined;
+  };
+
+  const lingerRanOut = () => {
+    const since = rounds.oldestSince();
+    return since !== undefined && Date.now() - since >= pace.lingerMs;
+  };
+
+  /** One step of the loop: housekeeping and waiting while idle, else a round. */
+  const step = async (roundStartedAt: number): Promise<{ round: boolean; giveUp: boolean }> => {
+    if (queue.length === 0 && running) {
+      await model.idle?.(rounds.pending());
+      if (!lingerRanOut()) {
+        await idle();
+        return { round: false, giveUp: false };
+      }
+    }
+    const sinceLastRound = Date.now() - roundStartedAt;
+    if (running && queue.length < pace.maxBatch && sinceLastRound < pace.roundGapMs) {
+      await Bun.sleep(pace.roundGapMs - sinceLastRound);
+    }
+    const batch = queue.slice(0, pace.maxBatch);
+    queue = queue.slice(batch.length);
+    pump?.roomMade();
+    const exhausted = await rounds.round(batch, !running);
+    return { round: true, giveUp: exhausted && !running };
+  };
+
+  const loop = async () => {
+    let failures = 0;
+    let roundStartedAt = Number.NEGATIVE_INFINITY;
+    while (running || queue.length > 0 || rounds.heldCount() > 0) {
+      try {
+        const startedAt = Date.now();
+        const { round, giveUp } = await step(roundStartedAt);
+        if (round) roundStartedAt = startedAt;
+        // Stopping while writes keep failing: what is unwritten is un-acked and comes again.
+        if (giveUp) break;
+        failures = 0;
+      } catch (err) {
+        if (err instanceof ProjectionFencedError) {
+          logger.error({ ...log, err: err.message }, `${model.name} stopped: fenced`);
+          running = false;
+          queue = [];
+          rounds.drop();
+          break;
+        }
+        // Whatever a round throws, the loop goes on (held work stays held, nothing is acked);
+        // a loop that ended left the process holding the lease and folding nothing.
+        failures++;
+        logger.error(
+          { ...log, err: (err as Error).message },
+          `${model.name} round failed; retrying`,
+        );
+        if (!running && failures >= 6) break;
+        await Bun.sleep(Math.min(50 * 2 ** failures, 2_000));
+      }
+    }
+  };
+
+  /** Takes the durable again from the model's position (or its ack floor) and starts folding. */
+  const consume = async () => {
+    const options: DurableOptions = {
+      name: durable,
+      filterSubject: slot.filterSubject,
+      ackWaitMs: pace.ackWaitMs,
+      maxAckPending: 20_000,
+      ackPolicy: "all",
+    };
+    const resume = model.resumeFrom();
+    const fromSeq =
+      resume === undefined
+        ? (await recreateDurableFromFloor(deps.jsm, options)).fromSeq
+        : await recreateDurableAt(deps.jsm, { ...options, fromSeq: resume }).then(() => resume);
+    rounds.restart();
+    const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, durable);
+    const stream = await consumer.consume({ max_messages: 500 });
+    messages = stream;
+    running = true;
+    loopDone = loop();
+    pump = pumpOwnedDurable({
+      messages: stream,
+      running: () => running,
+      // A holder whose lease lapsed (paused past it, or a renewal running late) takes nothing
+      // more until the lease is renewed or the holder stands down.
+      beforeEach: async () => {
+        while (!leading() && running) await Bun.sleep(FENCED_PAUSE_MS);
+      },
+      push: (msg) => {
+        queue.push(msg);
+        wake?.();
+      },
+      full: () => queue.length >= pace.maxBatch * 4,
+      onGap: (gap) => {
+        logger.warn(
+          { ...log, ...gap },
+          `another process took deliveries of the ${durable}'s durable; taking it again from its position`,
+        );
+        retakeInTurn();
+      },
+    });
+    pump.done.catch((err: unknown) => {
+      // The iterator threw (its connection closed under it): nothing more would come while this
+      // process keeps the lease, so it takes the durable again unless it is stopping.
+      logger.error({ ...log, err: (err as Error).message }, `${model.name} consumer ended`);
+      if (running && !stopped) retakeInTurn();
+    });
+    logger.info({ ...log, linger_ms: pace.lingerMs, from_seq: fromSeq }, `${model.name} started`);
+  };
+
+  /**
+   * Stops folding. `flush`: write every held job first (a graceful stop). Without it (the lease
+   * was lost) nothing more is written: the next holder folds it again from its position.
+   */
+  const halt = async (flush: boolean) => {
+    if (!flush) {
+      queue = [];
+      rounds.drop();
+    }
+    running = false;
+    pump?.roomMade();
+    await messages?.close();
+    wake?.();
+    await loopDone;
+    messages = undefined;
+  };
+
+  /** Drops what it holds and takes the durable again (views and rows skip what they have). */
+  const retake = async () => {
+    await halt(false);
+    await retryWhile({
+      step: consume,
+      keepTrying: () => !stopped && leading(),
+      onError: (err, retryMs) =>
+        logger.error(
+          { ...log, err: err.message, retry_ms: retryMs },
+          `${model.name} could not take its durable again; retrying`,
+        ),
+    });
+  };
+
+  const retakeInTurn = () => {
+    serially(retake).catch((err: unknown) => {
+      logger.error({ ...log, err: (err as Error).message }, `${model.name} retake failed`);
+    });
+  };
+
+  /**
+   * Lease steps and retakes run one at a time. Each step's own promise rejects with its error
+   * (a failed lead releases the lease); the chain goes on regardless.
+   */
+  let transition: Promise<void> = Promise.resolve();
+  const serially = (next: () => Promise<void>): Promise<void> => {
+    const run = transition.then(next);
+    transition = run.catch(() => undefined);
+    return run;
+  };
+
+  const lead = async () => {
+    await model.open(fence);
+    await consume();
+  };
+
+  return {
+    async start() {
+      stopped = false;
+      if (slot.lease === undefined) return serially(lead);
+      await slot.lease.start({
+        lead: () => serially(lead),
+        standDown: () => serially(() => halt(false)),
+      });
+      if (!slot.lease.holding()) logger.info(log, `${model.name} standing by`);
+    },
+    async stop() {
+      stopped = true;
+      await halt(true);
+      await slot.lease?.stop();
+    },
+    appliedSeq: rounds.appliedSeq,
+  };
+}

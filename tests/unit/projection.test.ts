@@ -1,0 +1,159 @@
+/**
+ * The projection runner's pure pieces: the ack floor (one ack per round, never above an
+ * unwritten message; the position a read model commits) and the held jobs (grouping, heal, which
+ * jobs are due in a round).
+ */
+import { describe, expect, test } from "bun:test";
+import type { JsMsg } from "@nats-io/jetstream";
+import type { JobEvent } from "../../shared/domain/index.ts";
+import { AckFloor, type HeldJob, HeldJobs } from "../../shared/projection/index.ts";
+
+/** A delivery as the floor and the held jobs see it; its ack is recorded in `acked`. */
+function deliveries() {
+  const acked: number[] = [];
+  const msg = (seq: number, redelivered = false) =>
+    ({ seq, info: { redelivered, pending: 0 }, ack: () => acked.push(seq) }) as unknown as JsMsg;
+  return { acked, msg };
+}
+
+const event = (jobId: string, type: JobEvent["type"] = "job.done") =>
+  ({ type, client_id: "acme", job_id: jobId }) as JobEvent;
+
+describe("AckFloor", () => {
+  test("acks the highest settled message below the lowest one still unwritten, once", () => {
+    const { acked, msg } = deliveries();
+    const floor = new AckFloor();
+    const [m1, m2, m3, m4] = [msg(1), msg(2), msg(3), msg(4)];
+    for (const m of [m1, m2, m3, m4]) floor.delivered(m);
+    floor.settled(m1);
+    floor.settled(m3);
+    floor.settled(m4);
+    floor.flush();
+    expect(acked).toEqual([1]); // 2 is unwritten: 3 and 4 wait
+    floor.settled(m2);
+    floor.flush();
+    expect(acked).toEqual([1, 4]); // one ack settles 2..4 (AckPolicy.All)
+    floor.flush();
+    expect(acked).toEqual([1, 4]);
+    expect(floor.outstanding).toBe(0);
+  });
+
+  test("a redelivery below the newest delivery holds the floor until it is written", () => {
+    const { acked, msg } = deliveries();
+    const floor = new AckFloor();
+    const late = msg(2, true);
+    const newer = msg(5);
+    floor.delivered(newer);
+    floor.delivered(late);
+    floor.settled(newer);
+    floor.flush();
+    expect(acked).toEqual([]);
+    floor.settled(late);
+    floor.flush();
+    expect(acked).toEqual([5]);
+  });
+
+  test("positionIf: the position once the given messages are written, without settling them", () => {
+    const { acked, msg } = deliveries();
+    const floor = new AckFloor();
+    expect(floor.positionIf(new Set())).toBe(0);
+    const all = [msg(10), msg(11), msg(12), msg(13)];
+    for (const m of all) floor.delivered(m);
+    floor.settled(all[0] as JsMsg);
+    expect(floor.positionIf(new Set())).toBe(10);
+    expect(floor.positionIf(new Set([11]))).toBe(11);
+    expect(floor.positionIf(new Set([11, 13]))).toBe(11); // 12 still held
+    expect(floor.positionIf(new Set([11, 12, 13]))).toBe(13);
+    // It only reads: the floor and its acks are unchanged.
+    floor.flush();
+    expect(acked).toEqual([10]);
+    expect(floor.positionIf(new Set())).toBe(10);
+  });
+
+  test("positionIf counts a redelivery below the newest as unwritten unless it is in the set", () => {
+    const { msg } = deliveries();
+    const floor = new AckFloor();
+    const newer = msg(8);
+    floor.delivered(newer);
+    floor.settled(newer);
+    floor.delivered(msg(3, true));
+    expect(floor.positionIf(new Set())).toBe(2);
+    expect(floor.positionIf(new Set([3]))).toBe(8);
+  });
+});
+
+describe("HeldJobs", () => {
+  const settledState = (state: string) => state === "settled";
+
+  test("groups events by job in arrival order; a redelivery marks its job to heal", () => {
+    const { msg } = deliveries();
+    const held = new HeldJobs<string>();
+    const a = held.add(msg(1), event("a", "run.requested"), 100);
+    const b = held.add(msg(2), event("b", "run.requested"), 105);
+    expect(held.add(msg(3), event("a"), 110)).toBe(a);
+    expect(a.events.map((e) => e.msg.seq)).toEqual([1, 3]);
+    expect(a.since).toBe(100);
+    expect(a.key).toBe("acme.a");
+    expect(a.heal).toBe(false);
+    held.add(msg(2, true), event("b", "run.requested"), 120);
+    expect(b.heal).toBe(true);
+    expect(held.size).toBe(2);
+    expect(held.oldest()).toBe(a);
+  });
+
+  test("due: touched jobs that settled or heal, and the prefix whose linger ran out", () => {
+    const { msg } = deliveries();
+    const held = new HeldJobs<string>();
+    const old = held.add(msg(1), event("old"), 0);
+    const lingering = held.add(msg(2), event("lingering"), 70);
+    const done = held.add(msg(3), event("done"), 90);
+    const healing = held.add(msg(4, true), event("healing"), 95);
+    const open = held.add(msg(5), event("open"), 95);
+    old.state = "open";
+    lingering.state = "open";
+    done.state = "settled";
+    open.state = "open";
+    const touched = new Set<HeldJob<string>>([done, healing, open]);
+    const due = held.due({ now: 100, lingerMs: 40, touched, settled: settledState, all: false });
+    expect(new Set(due)).toEqual(new Set([done, healing, old]));
+    // A settled job not touched this round waits for its linger (it was due when touched).
+    expect(
+      held.due({ now: 100, lingerMs: 40, touched: new Set(), settled: settledState, all: false }),
+    ).toEqual([old]);
+    expect(
+      held.due({ now: 100, lingerMs: 40, touched, settled: settledState, all: true }),
+    ).toHaveLength(5);
+  });
+
+  test("an unloaded job is due only by its linger; a written one leaves the group", () => {
+    const { msg } = deliveries();
+    const held = new HeldJobs<string>();
+    const job = held.add(msg(1), event("x"), 0);
+    const touched = new Set([job]);
+    expect(held.due({ now: 10, lingerMs: 100, touched, settled: () => true, all: false })).toEqual(
+      [],
+    );
+    expect(held.due({ now: 100, lingerMs: 100, touched, settled: () => true, all: false })).toEqual(
+      [job],
+    );
+    held.written(job);
+    expect(held.has(job)).toBe(false);
+    // The job's next event starts a new group.
+    const next = held.add(msg(2), event("x"), 200);
+    expect(next).not.toBe(job);
+    expect(next.since).toBe(200);
+  });
+
+  test("a job whose write failed is due in the next round, once, not after its linger", () => {
+    const { msg } = deliveries();
+    const held = new HeldJobs<string>();
+    const job = held.add(msg(1), event("x"), 0);
+    const quiet = { now: 10, lingerMs: 1_000, touched: new Set<HeldJob<string>>(), all: false };
+    held.retry(job);
+    expect(held.due({ ...quiet, settled: () => false })).toEqual([job]);
+    expect(held.due({ ...quiet, settled: () => false })).toEqual([]);
+    held.retry(job);
+    held.written(job);
+    expect(held.due({ ...quiet, settled: () => false })).toEqual([]);
+  });
+});
