@@ -29,7 +29,9 @@ test("nats-server killed and restarted under callback load: no callback is sent 
     input: request_id,
     callback_url: `${receiver.url}/cb`,
   }));
-  load.start(8);
+  // Paced (8 workers, one request per 50 ms each): submitting faster than a busy machine delivers
+  // callbacks only grows a backlog that the final check must then wait out.
+  load.start(8, 50);
   try {
     for (let kill = 0; kill < KILLS; kill++) {
       const before = receiver.received.length;
