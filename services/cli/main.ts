@@ -185,6 +185,7 @@ async function rebuild(hub: Hub): Promise<number> {
     nc: hub.nc,
     js: hub.js,
     jsm: hub.jsm,
+    layout: hub.layout,
     logger,
     // Progress for people; pipes get the result line only.
     ...(commandIo.tty ? { onStep: (step) => stdio.stderr(`${steps[step]}\n`) } : {}),
@@ -260,7 +261,7 @@ async function run(name: CommandName, args: string[], parsed: ParsedArgs): Promi
       const { eventsArgsProblem, runEventsCommand } = await import("./events-command.ts");
       const problem = eventsArgsProblem(parsed.values);
       if (problem) throw new UsageError(problem, SPECS.events.usage);
-      return withHub("events", (hub) => runEventsCommand(args, hub.js, stdio));
+      return withHub("events", (hub) => runEventsCommand(args, hub, stdio));
     }
     case "audit verify": {
       const { runAuditVerify } = await import("./audit-command.ts");

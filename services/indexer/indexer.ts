@@ -1,5 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { subjectFilters } from "../../shared/jobs/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjectionRunner } from "../../shared/projection/index.ts";
@@ -10,6 +10,8 @@ import { createIndexModel } from "./index-model.ts";
 export interface IndexerDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  /** The index keeps one position: it folds partition 0, the only one of a single-partition hub. */
+  readonly layout: EventLayout;
   readonly store: IndexStore;
   readonly logger: Logger;
   /** How long a job's row waits for the job to settle before it is written anyway. */
@@ -63,11 +65,13 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const runner = createProjectionRunner({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     logger: deps.logger,
     slot: {
       partition: 0,
+      stream: deps.layout.stream(0),
       durable: INDEX_CONSUMER,
-      filterSubject: subjectFilters.all,
+      filterSubject: deps.layout.filters.all(0),
       ...(deps.lease ? { lease: deps.lease } : {}),
     },
     model,

@@ -1,5 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { deleteIndexConsumer, INDEX_CONSUMER } from "./durable.ts";
@@ -28,6 +29,8 @@ export async function rebuildIndex(
   const indexer = createIndexer({
     js: deps.js,
     jsm: deps.jsm,
+    // The index keeps one position: a rebuild folds a single-partition hub's stream.
+    layout: SINGLE_PARTITION_LAYOUT,
     store: deps.store,
     logger: deps.logger,
     lingerMs: 0,

@@ -97,7 +97,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
   // The projector announces each settled view it rewrites (a retry, a redelivery request).
   const stopFollowing = followViewChanges(hub.nc, cache);
-  const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
+  const reader = createJobReader({ viewsOf: hub.viewsOf, jsm: hub.jsm, layout: hub.layout, cache });
   const state = { draining: false, stopFollowing };
   const routes = createRouteTable(config);
   const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
@@ -114,6 +114,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
         nc: hub.nc,
         js: hub.js,
         jsm: hub.jsm,
+        layout: hub.layout,
         clock,
         ids: deps.ids,
         route: routes.route,
@@ -129,6 +130,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
     submitter: createRunSubmitter({
       js: hub.js,
       jsm: hub.jsm,
+      layout: hub.layout,
       reader,
       deriveJobId,
       ids: deps.ids,
@@ -136,6 +138,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
       storage: createStorageGuard({
         jsm: hub.jsm,
+        layout: hub.layout,
         maxBytes: config.nats.events_max_bytes,
         clock,
       }),
@@ -203,6 +206,7 @@ async function executorReportsOf(deps: IngressDeps, maxBodyBytes: number) {
   return createExecutorReportHandler({
     js: hub.js,
     jsm: hub.jsm,
+    layout: hub.layout,
     routes: config.routes,
     index: await openDispatchIndex(hub.nc, {
       replicas: config.nats.replicas,

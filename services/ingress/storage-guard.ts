@@ -1,7 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { StorageFullError } from "../../shared/errors/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 
 /** The share of events_max_bytes kept for the events of accepted jobs: new runs stop below it. */
 export const EVENTS_RESERVE_FRACTION = 0.1;
@@ -40,6 +40,7 @@ export function createStorageGuard(deps: {
   /** events_max_bytes; -1 or 0: no limit, nothing is checked. */
   readonly maxBytes: number;
   readonly clock: Clock;
+  readonly layout: EventLayout;
 }): StorageGuard {
   if (deps.maxBytes <= 0) return { admits: async () => true, done: () => {} };
   const reserve = Math.ceil(deps.maxBytes * EVENTS_RESERVE_FRACTION);
@@ -51,9 +52,10 @@ export function createStorageGuard(deps: {
   let reading: Promise<StreamState> | undefined;
 
   const read = () => {
-    reading ??= deps.jsm.streams
-      .info(TOPOLOGY.eventsStream)
-      .then((info) => {
+    // events_max_bytes bounds each partition's stream: the fullest one decides.
+    reading ??= Promise.all(deps.layout.streams().map((name) => deps.jsm.streams.info(name)))
+      .then((infos) => {
+        const info = infos.reduce((a, b) => (b.state.bytes > a.state.bytes ? b : a));
         state = {
           bytes: info.state.bytes,
           messages: info.state.messages,

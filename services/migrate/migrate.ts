@@ -20,10 +20,10 @@ import {
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import {
+  type EventLayout,
   readLastEvent,
   readStatus,
   statusAfterWrite,
-  subjectFilters,
   writeStatus,
 } from "../../shared/jobs/index.ts";
 import { createProgress, type ProgressSink } from "../../shared/progress/index.ts";
@@ -42,6 +42,8 @@ const DEFAULT_DEADLINE_MS = 15 * 60_000;
 
 export interface MigrationDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly meta: KV;
   readonly dispatch: DispatchIndex;
@@ -89,12 +91,12 @@ async function carryDeadlines(deps: MigrationDeps) {
   const fromSeq = (await floorOf(deps, V1_WATCHDOG)) ?? 1;
   const progress = createProgress({ label: "open jobs checked", sink: deps.progress });
   for await (const record of readStream(deps.js, {
-    filterSubject: subjectFilters.kind("run"),
+    filterSubject: deps.layout.filters.kind(0, "run"),
     fromSeq,
   })) {
     progress.tick();
     const run = decodeEvent(record.data) as RunRequested;
-    let current = await readStatus(deps.jsm, run);
+    let current = await readStatus(deps, run);
     if (isFinal(current.status)) continue;
     const route = deps.config.routes.find((r) => r.key === run.data.route);
     const kind = route?.executor.kind;
@@ -148,11 +150,7 @@ async function wakeIfOpen(
   deps: MigrationDeps,
   input: { clientId: string; jobId: string; finalSeq: number; trigger: DeliveryTrigger },
 ): Promise<boolean> {
-  const last = await readLastEvent(
-    deps.jsm,
-    { client_id: input.clientId, job_id: input.jobId },
-    "cb",
-  );
+  const last = await readLastEvent(deps, { client_id: input.clientId, job_id: input.jobId }, "cb");
   const now = deps.clock.now().getTime();
   const step = decideCallbackStep(input.trigger, last, now);
   if (step.kind !== "attempt" && step.kind !== "wait" && step.kind !== "finish") return false;
@@ -180,13 +178,13 @@ async function carryRedeliveries(deps: MigrationDeps): Promise<number> {
   let wakeups = 0;
   const progress = createProgress({ label: "redelivery requests checked", sink: deps.progress });
   for await (const record of readStream(deps.js, {
-    filterSubject: subjectFilters.kind("cb"),
+    filterSubject: deps.layout.filters.kind(0, "cb"),
     fromSeq: redeliveryFrom,
   })) {
     progress.tick();
     const event = decodeEvent(record.data);
     if (event.type !== "callback.redelivery_requested") continue;
-    const job = await readLastEvent(deps.jsm, event, "job");
+    const job = await readLastEvent(deps, event, "job");
     if (!job) continue;
     const trigger = {
       kind: "redelivery",

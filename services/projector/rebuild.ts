@@ -2,6 +2,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjector } from "./projector.ts";
 import {
@@ -18,6 +19,7 @@ export interface RebuildDeps {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly logger: Logger;
   readonly timeoutMs?: number;
   /** How long the durable is watched for a live projector before anything is changed. */
@@ -62,9 +64,21 @@ async function refuseIfProjectorRuns(deps: RebuildDeps, durable: string): Promis
  * replicas stay standby throughout; losing the lease half way stops with
  * {@link RebuildInterruptedError}.
  */
+/** The rebuild replays the single-partition layout (stream, durable, bucket, lease) only. */
+export class PartitionedRebuildError extends Error {
+  readonly code = "rebuild_partitioned";
+  constructor(readonly partitions: number) {
+    super(
+      `projector rebuild works on a single-partition hub; this store has ${partitions} (nats.partitions)`,
+    );
+    this.name = "PartitionedRebuildError";
+  }
+}
+
 export async function rebuildProjection(
   deps: RebuildDeps,
 ): Promise<{ events: number; jobs: number }> {
+  if (deps.layout.partitions > 1) throw new PartitionedRebuildError(deps.layout.partitions);
   const lease = await takeProjectorLease(deps);
   try {
     await deps.onStep?.("lease_taken");
@@ -97,6 +111,7 @@ async function rebuildUnderLease(
   const projector = createProjector({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     kv,
     logger: deps.logger,
     lease: lease.fence,

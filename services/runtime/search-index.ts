@@ -11,6 +11,17 @@ import {
 import { createIndexer } from "../indexer/index.ts";
 import type { ServiceName } from "./run.ts";
 
+/** The search index keeps one position per store, so it folds a single-partition hub only. */
+export class PartitionedIndexError extends Error {
+  readonly code = "index_partitioned";
+  constructor(readonly partitions: number) {
+    super(
+      `index.enabled needs nats.partitions = 1 (this store has ${partitions}): the search index keeps one position. Set index.enabled: false on a partitioned hub (docs/deploy.md, "Choosing partitions").`,
+    );
+    this.name = "PartitionedIndexError";
+  }
+}
+
 interface Stoppable {
   readonly name: string;
   stop(): Promise<void>;
@@ -45,9 +56,12 @@ export async function startSearchIndex(deps: {
         return;
       }
       const logger = deps.logger.child({ component: "indexer" });
+      if (deps.hub.layout.partitions > 1)
+        throw new PartitionedIndexError(deps.hub.layout.partitions);
       const indexer = createIndexer({
         js: deps.hub.js,
         jsm: deps.hub.jsm,
+        layout: deps.hub.layout,
         store,
         logger,
         lingerMs: parseDuration(config.index.linger),

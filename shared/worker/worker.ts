@@ -10,7 +10,13 @@ import { isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
-import { type CurrentStatus, statusAfterWrite, writeStatus } from "../jobs/index.ts";
+import {
+  type CurrentStatus,
+  type EventLayout,
+  readEventLayout,
+  statusAfterWrite,
+  writeStatus,
+} from "../jobs/index.ts";
 import { headerOf } from "../nats/index.ts";
 import { CANCEL_SUBJECT_ROOT, decodeCancelNotice } from "../schedule/index.ts";
 import { traceIdOf } from "../trace/index.ts";
@@ -118,11 +124,13 @@ function failure(err: unknown): { type: "job.error" | "job.rejected"; data: JobE
 export function createWorker(options: WorkerOptions): Worker {
   const js: JetStreamClient = jetstream(options.nc);
   let jsm: JetStreamManager | undefined;
+  let layout: EventLayout | undefined;
   const concurrency = Math.max(1, options.concurrency ?? 1);
   const logger = options.logger ?? silent;
   const deps = () => ({
     js,
     jsm: jsm as JetStreamManager,
+    layout: layout as EventLayout,
     clock: options.clock ?? systemClock,
     ids: options.ids ?? randomIds,
   });
@@ -300,6 +308,7 @@ export function createWorker(options: WorkerOptions): Worker {
   return {
     async start() {
       jsm = await jetstreamManager(options.nc);
+      layout = await readEventLayout(options.nc);
       // Cancels are core NATS notices (best effort): the job is already final in the stream.
       cancelNotices = options.nc.subscribe(`${CANCEL_SUBJECT_ROOT}.>`, {
         callback: (_err, m) => {

@@ -3,6 +3,7 @@ import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jet
 import { createStorageGuard } from "../../services/ingress/storage-guard.ts";
 import { ensureTopology, TOPOLOGY } from "../../shared/bus/index.ts";
 import { manualClock } from "../../shared/clock/index.ts";
+import { createEventLayout, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 
 // The ingress's storage guard against a real events stream (services/ingress/storage-guard.ts):
@@ -31,6 +32,8 @@ async function setUp(nats: TestNats) {
     eventsMaxAgeMs: 3_600_000,
     duplicateWindowMs: 120_000,
     eventsMaxBytes: LIMIT,
+    partitions: 1,
+    layoutOf: createEventLayout,
   });
   const js = jetstream(nats.nc);
   /** Stores `count` events of 900 bytes of data (about 1,000 stored); returns the last seq. */
@@ -44,7 +47,12 @@ async function setUp(nats: TestNats) {
   };
   const counted = countingInfo(await jetstreamManager(nats.nc));
   const clock = manualClock("2026-11-26T12:00:00Z");
-  const guard = createStorageGuard({ jsm: counted.jsm, maxBytes: LIMIT, clock });
+  const guard = createStorageGuard({
+    layout: SINGLE_PARTITION_LAYOUT,
+    jsm: counted.jsm,
+    maxBytes: LIMIT,
+    clock,
+  });
   return { jsm, fill, guard, clock, reads: counted.reads };
 }
 
@@ -106,7 +114,12 @@ describe("the storage guard", () => {
   test("no limit: nothing is read", async () => {
     await using nats = await startNats();
     const counted = countingInfo(await jetstreamManager(nats.nc));
-    const guard = createStorageGuard({ jsm: counted.jsm, maxBytes: -1, clock: manualClock(0) });
+    const guard = createStorageGuard({
+      layout: SINGLE_PARTITION_LAYOUT,
+      jsm: counted.jsm,
+      maxBytes: -1,
+      clock: manualClock(0),
+    });
     expect(await guard.admits(RUN)).toBe(true);
     expect(counted.reads()).toBe(0);
   });
