@@ -26,8 +26,11 @@ export interface AuditReport {
 }
 
 /** Every stored message of the stream, parsed, in order. */
-export async function* streamRecords(js: JetStreamClient): AsyncGenerator<AuditRecord> {
-  for await (const record of readStream(js)) {
+export async function* streamRecords(
+  js: JetStreamClient,
+  stream?: string,
+): AsyncGenerator<AuditRecord> {
+  for await (const record of readStream(js, stream === undefined ? {} : { stream })) {
     yield {
       seq: record.seq,
       subject: record.subject,

@@ -23,7 +23,7 @@ const USAGE = `usage: switchyard <command> [--help]
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
   callbacks redeliver <job_id> [--client <id>]   send a settled completion callback again
   events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]
-  audit verify [--public-key file] [--file export.ndjson] [--nats-url url]   replay, compare views, check the signed chain
+  audit verify [--public-key file] [--file export.ndjson] [--nats-url url] [--partition p]   replay, compare views, check the signed chain
   audit keygen                key pair for signing audit checkpoints
   status                      streams, consumers, buckets, projector lag, jobs by status
   index rebuild               recreate the search index from the event stream
@@ -85,7 +85,7 @@ const SPECS = {
   },
   "audit verify": {
     usage:
-      "usage: switchyard audit verify [--public-key file] [--file export.ndjson] [--nats-url url]\n\n  needs no config file and no client secrets: an export file, or the hub's NATS",
+      "usage: switchyard audit verify [--public-key file] [--file export.ndjson] [--nats-url url] [--partition p]\n\n  needs no config file and no client secrets: an export file, or the hub's NATS",
     options: AUDIT_VERIFY_OPTIONS,
   },
   "audit keygen": { usage: "usage: switchyard audit keygen" },

@@ -21,6 +21,8 @@ export const AUDIT_VERIFY_OPTIONS = {
   "public-key": { type: "string" },
   file: { type: "string" },
   "nats-url": { type: "string" },
+  /** Only this partition (default: every partition). */
+  partition: { type: "string" },
 } as const;
 
 /** The services `switchyard serve` runs (services/runtime/run.ts SERVICE_NAMES). */

@@ -4,7 +4,11 @@
  * from the job id alone; a start with a different nats.partitions is refused naming the key.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { exportPKCS8, exportSPKI, generateKeyPair } from "jose";
 import { parseConfig } from "../../shared/config/index.ts";
 import { connectHub } from "../../shared/hub/index.ts";
 import { createEventLayout } from "../../shared/jobs/index.ts";
@@ -13,6 +17,23 @@ import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ACME = "acme-token-0123456789abcdef";
+const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
+const keys = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+
+/** Runs the CLI against the hub's NATS, with no config file (as an auditor would). */
+async function cli(args: string[]) {
+  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
+    env: { ...process.env, NATS_URL: hub.nats.url, SWITCHYARD_CONFIG: "" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { stdout, stderr, code };
+}
 const P = 4;
 const ROUTES = `
 routes:
@@ -21,6 +42,7 @@ routes:
   - key: demo.long
     executor: { kind: builtin, name: sleep, sleep_ms: 30000 }
 index: { enabled: false }
+audit: { checkpoint_interval: 1h, signing_key_pem: ${JSON.stringify(await exportPKCS8(keys.privateKey))} }
 `;
 
 let hub: TestHub;
@@ -78,6 +100,73 @@ describe("a hub of 4 partitions", () => {
       const body = (await got.json()) as { status: string; error?: { code: string } };
       return body.status === "error" && body.error?.code === "cancelled";
     });
+  });
+
+  test("checkpoints and audit verify per partition; events reads every partition by time", async () => {
+    const { createCheckpointer } = await import("../../services/audit/index.ts");
+    const { importPKCS8 } = await import("jose");
+    const { logger } = captureLogger();
+    const { layout } = hub.running.hub;
+    for (let partition = 0; partition < P; partition++) {
+      const checkpointer = createCheckpointer({
+        js: hub.running.hub.js,
+        jsm: hub.running.hub.jsm,
+        layout,
+        partition,
+        signingKey: await importPKCS8(await exportPKCS8(keys.privateKey), "EdDSA"),
+        keyId: "test",
+        clock: { now: () => new Date() },
+        logger,
+      });
+      // Each partition's chain is sealed on its own stream, under its own subject.
+      expect(await checkpointer.runOnce()).toBe(1);
+    }
+    const dir = await mkdtemp(join(tmpdir(), "switchyard-partitions-"));
+    try {
+      const pub = join(dir, "audit.pub");
+      await Bun.write(pub, await exportSPKI(keys.publicKey));
+      const verify = await cli(["audit", "verify", "--public-key", pub]);
+      expect(verify.code).toBe(0);
+      for (let p = 0; p < P; p++) {
+        expect(verify.stdout).toMatch(
+          new RegExp(
+            `partition ${p}: \\d+ events, \\d+ jobs, 1 checkpoints .* 0 divergences, 0 chain problems`,
+          ),
+        );
+      }
+      const one = await cli(["audit", "verify", "--partition", "2"]);
+      expect(one.code).toBe(0);
+      expect(one.stdout).toContain("partition 2: ");
+      expect(one.stdout).not.toContain("partition 1: ");
+      const bad = await cli(["audit", "verify", "--partition", "4"]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("--partition takes a partition from 0 to 3");
+
+      const events = await cli(["events"]);
+      expect(events.code).toBe(0);
+      const lines = events.stdout
+        .trim()
+        .split("\n")
+        .map(
+          (l) =>
+            JSON.parse(l) as {
+              partition: number;
+              time: string;
+              event: { type: string; job_id?: string };
+            },
+        );
+      const runs = lines.filter((l) => l.event.type === "run.requested");
+      expect(runs.length).toBe(41);
+      expect(new Set(lines.map((l) => l.partition))).toEqual(new Set([0, 1, 2, 3]));
+      // Merged by the server's receive time.
+      const times = lines.map((l) => l.time);
+      expect(times).toEqual([...times].sort());
+      for (const l of runs) {
+        expect(l.partition).toBe(layout.partitionOf({ job_id: l.event.job_id ?? "" }));
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test("a start with another nats.partitions is refused, naming the key and both counts", async () => {
