@@ -10,8 +10,9 @@ import { createIndexModel } from "./index-model.ts";
 export interface IndexerDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
-  /** The index keeps one position: it folds partition 0, the only one of a single-partition hub. */
   readonly layout: EventLayout;
+  /** The partition this indexer folds (default 0); each keeps its own position in the store. */
+  readonly partition?: number;
   readonly store: IndexStore;
   readonly logger: Logger;
   /** How long a job's row waits for the job to settle before it is written anyway. */
@@ -55,8 +56,12 @@ const ROUND_GAP_MS = 50;
  * indexer.
  */
 export function createIndexer(deps: IndexerDeps): Indexer {
+  const partition = deps.partition ?? 0;
+  const stream = deps.layout.stream(partition);
   const model = createIndexModel({
     jsm: deps.jsm,
+    partition,
+    stream,
     store: deps.store,
     logger: deps.logger,
     ...(deps.retentionMs === undefined ? {} : { retentionMs: deps.retentionMs }),
@@ -68,10 +73,10 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     layout: deps.layout,
     logger: deps.logger,
     slot: {
-      partition: 0,
-      stream: deps.layout.stream(0),
+      partition,
+      stream,
       durable: INDEX_CONSUMER,
-      filterSubject: deps.layout.filters.all(0),
+      filterSubject: deps.layout.filters.all(partition),
       ...(deps.lease ? { lease: deps.lease } : {}),
     },
     model,

@@ -9,14 +9,29 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { exportPKCS8, exportSPKI, generateKeyPair } from "jose";
+import { hashToken } from "../../shared/auth/index.ts";
 import { parseConfig } from "../../shared/config/index.ts";
 import { connectHub } from "../../shared/hub/index.ts";
 import { createEventLayout } from "../../shared/jobs/index.ts";
+import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ACME = "acme-token-0123456789abcdef";
+const ALICE = "op-alice-token-0123456789abcdef";
+/** Callbacks received, by job id. */
+const called = new Map<string, number>();
+const receiver = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(request) {
+    const body = (await request.json()) as { job_id?: string; data?: { job_id?: string } };
+    const id = body.job_id ?? body.data?.job_id ?? "";
+    called.set(id, (called.get(id) ?? 0) + 1);
+    return new Response("ok");
+  },
+});
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 const keys = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
 
@@ -41,22 +56,41 @@ routes:
     executor: { kind: builtin, name: echo }
   - key: demo.long
     executor: { kind: builtin, name: sleep, sleep_ms: 30000 }
-index: { enabled: false }
+callbacks: { allow_cidrs: ["127.0.0.1/32"], retry_schedule: ["100ms"], jitter: 0, timeout: 2s }
+operators:
+  - { id: alice, token_sha256: ["${hashToken(ALICE)}"], role: operator, read_payloads: true }
 audit: { checkpoint_interval: 1h, signing_key_pem: ${JSON.stringify(await exportPKCS8(keys.privateKey))} }
 `;
 
 let hub: TestHub;
 
 beforeAll(async () => {
-  hub = await startHub({ yaml: ROUTES, natsOptions: { partitions: P } });
+  hub = await startHub({
+    clients: [
+      { id: "acme", token: ACME, routes: ["demo.*"], callbackSecrets: [generateWebhookSecret()] },
+    ],
+    yaml: ROUTES,
+    natsOptions: { partitions: P },
+  });
 });
-afterAll(async () => hub?.stop());
+afterAll(async () => {
+  await hub?.stop();
+  receiver.stop(true);
+});
 
 describe("a hub of 4 partitions", () => {
-  test("runs spread over all 4 streams, end done, and GET finds each from its id alone", async () => {
+  test("runs spread over all 4 streams, end done, called back once, listed; GET and the operator API find each by id", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) {
-      const res = await hub.run({ request_id: `r-${i}`, route: "demo.echo", input: "x" }, ACME);
+      const res = await hub.run(
+        {
+          request_id: `r-${i}`,
+          route: "demo.echo",
+          input: "x",
+          callback_url: `http://127.0.0.1:${receiver.port}/cb`,
+        },
+        ACME,
+      );
       expect(res.status).toBe(202);
       ids.push(((await res.json()) as { job_id: string }).job_id);
     }
@@ -85,12 +119,35 @@ describe("a hub of 4 partitions", () => {
       views.push(info.state.messages);
     }
     expect(views).toEqual(runs);
+    // Every job is called back once, indexed and listed.
+    await waitFor("every callback", () => ids.every((id) => called.has(id)));
+    for (const id of ids) expect(called.get(id)).toBe(1);
+    await waitFor("every job listed", async () => {
+      const res = await hub.request("/jobs?limit=100", { token: ACME });
+      const listed = new Set(
+        ((await res.json()) as { jobs: { job_id: string }[] }).jobs.map((j) => j.job_id),
+      );
+      return ids.every((id) => listed.has(id));
+    });
+    // The operator API finds a job of any partition from its id.
+    for (const id of ids.slice(0, 8)) {
+      const res = await hub.request(`/admin/v1/jobs/${id}`, { token: ALICE });
+      expect(res.status).toBe(200);
+    }
     // A repeat of a request lands on the same job (idempotency per partition).
-    const again = await hub.run({ request_id: "r-7", route: "demo.echo", input: "x" }, ACME);
+    const again = await hub.run(
+      {
+        request_id: "r-7",
+        route: "demo.echo",
+        input: "x",
+        callback_url: `http://127.0.0.1:${receiver.port}/cb`,
+      },
+      ACME,
+    );
     expect(((await again.json()) as { job_id: string }).job_id).toBe(ids[7] as string);
   });
 
-  test("cancel finds the job's partition from its id", async () => {
+  test("cancel and the operator's retry find the job's partition from its id", async () => {
     const res = await hub.run({ request_id: "long-1", route: "demo.long", input: "x" }, ACME);
     const { job_id } = (await res.json()) as { job_id: string };
     const cancel = await hub.request(`/jobs/${job_id}/cancel`, { method: "POST", token: ACME });
@@ -100,6 +157,12 @@ describe("a hub of 4 partitions", () => {
       const body = (await got.json()) as { status: string; error?: { code: string } };
       return body.status === "error" && body.error?.code === "cancelled";
     });
+    // The operator API retries it from its id: a new job, in its own partition.
+    const retried = await hub.request(`/admin/v1/jobs/${job_id}/retry`, {
+      method: "POST",
+      token: ALICE,
+    });
+    expect(retried.status).toBeLessThan(300);
   });
 
   test("checkpoints and audit verify per partition; events reads every partition by time", async () => {
@@ -156,7 +219,8 @@ describe("a hub of 4 partitions", () => {
             },
         );
       const runs = lines.filter((l) => l.event.type === "run.requested");
-      expect(runs.length).toBe(41);
+      // 40 runs, the one cancelled and the operator's retry of it.
+      expect(runs.length).toBe(42);
       expect(new Set(lines.map((l) => l.partition))).toEqual(new Set([0, 1, 2, 3]));
       // Merged by the server's receive time.
       const times = lines.map((l) => l.time);
