@@ -12,6 +12,7 @@ export interface CommandIo {
 const decoder = new TextDecoder();
 
 interface EventFilter {
+  readonly partition?: number;
   readonly job?: string;
   readonly client?: string;
   readonly type?: string;
@@ -44,9 +45,12 @@ async function* recordsOf(
   },
 ): AsyncGenerator<PartitionRecord> {
   const { filter } = options;
-  const partitions = filter.job
-    ? [layout.partitionOf({ job_id: filter.job })]
-    : layout.streams().map((_, p) => p);
+  const partitions =
+    filter.partition !== undefined
+      ? [filter.partition]
+      : filter.job
+        ? [layout.partitionOf({ job_id: filter.job })]
+        : layout.streams().map((_, p) => p);
   const start = {
     ...(options.fromSeq !== undefined
       ? { fromSeq: options.fromSeq }
@@ -123,6 +127,10 @@ export function eventsArgsProblem(values: Readonly<Record<string, unknown>>): st
       return `--${name} takes an RFC 3339 time, got '${given}'`;
     }
   }
+  const partition = values.partition;
+  if (typeof partition === "string" && !/^(0|[1-9][0-9]*)$/.test(partition)) {
+    return `--partition takes a partition number from 0, got '${partition}'`;
+  }
   for (const name of ["limit", "from-seq"] as const) {
     const given = values[name];
     if (typeof given === "string" && !/^[1-9][0-9]*$/.test(given)) {
@@ -147,7 +155,13 @@ export async function runEventsCommand(
   const until = values.until ? new Date(values.until) : undefined;
   const limit = values.limit ? Number(values.limit) : Number.POSITIVE_INFINITY;
   const fromSeq = values["from-seq"] ? Number(values["from-seq"]) : undefined;
+  const partition = values.partition === undefined ? undefined : Number(values.partition);
+  if (partition !== undefined && partition >= hub.layout.partitions) {
+    io.stderr(`--partition takes a partition from 0 to ${hub.layout.partitions - 1}\n`);
+    return 2;
+  }
   const filter: EventFilter = {
+    ...(partition === undefined ? {} : { partition }),
     ...(values.job ? { job: values.job } : {}),
     ...(values.client ? { client: values.client } : {}),
     ...(values.type ? { type: values.type } : {}),

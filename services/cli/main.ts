@@ -22,7 +22,7 @@ const USAGE = `usage: switchyard <command> [--help]
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
   callbacks redeliver <job_id> [--client <id>]   send a settled completion callback again
-  events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]
+  events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--partition p] [--follow] [--pretty]
   audit verify [--public-key file] [--file export.ndjson] [--nats-url url] [--partition p]   replay, compare views, check the signed chain
   audit keygen                key pair for signing audit checkpoints
   status                      streams, consumers, buckets, projector lag, jobs by status
@@ -78,6 +78,7 @@ const SPECS = {
   --since <time>         events that occurred at or after an RFC 3339 time, e.g. 2026-11-01T00:00:00Z
   --until <time>         events that occurred at or before an RFC 3339 time
   --from-seq <n>         start at stream sequence n (resume an export: the last line's seq + 1)
+  --partition <p>        one partition's stream (a hub of several partitions; default: all, by time)
   --limit <n>            stop after n events
   --follow               keep printing new events until Ctrl-C
   --pretty               a table for people instead of NDJSON (a run's input is left out)`,

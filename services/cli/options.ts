@@ -12,6 +12,8 @@ export const EVENTS_OPTIONS = {
   until: { type: "string" },
   "from-seq": { type: "string" },
   limit: { type: "string" },
+  /** One partition's stream (a hub of several partitions). */
+  partition: { type: "string" },
   follow: { type: "boolean", default: false },
   pretty: { type: "boolean", default: false },
 } as const;

@@ -228,6 +228,19 @@ describe("a hub of 4 partitions", () => {
       for (const l of runs) {
         expect(l.partition).toBe(layout.partitionOf({ job_id: l.event.job_id ?? "" }));
       }
+      // One partition's export is one chain, verified offline.
+      const part = await cli(["events", "--partition", "1"]);
+      expect(part.code).toBe(0);
+      const partLines = part.stdout.trim().split("\n");
+      expect(partLines.every((l) => (JSON.parse(l) as { partition: number }).partition === 1)).toBe(
+        true,
+      );
+      const file = join(dir, "p1.ndjson");
+      await Bun.write(file, part.stdout);
+      const offline = await cli(["audit", "verify", "--file", file, "--public-key", pub]);
+      expect(offline.stdout).toContain("1 checkpoints");
+      expect(offline.stdout).toContain("0 divergences, 0 chain problems");
+      expect(offline.code).toBe(0);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
