@@ -92,8 +92,10 @@ export const partitionRow = (partition = 0): number => partition + 1;
 
 /** The position's upsert; `greatest` is the engine's two-argument maximum. */
 export const positionUpsert = (dialect: Dialect): string => {
-  const [a, b, c, d, e, id] =
-    dialect === "sqlite" ? ["?", "?", "?", "?", "?", "?"] : ["$1", "$2", "$3", "$4", "$5", "$6"];
+  // Numbered, so the partition's row id (bound last) can come first in the statement.
+  const [a, b, c, d, e, id] = [1, 2, 3, 4, 5, 6].map((n) =>
+    dialect === "sqlite" ? `?${n}` : `$${n}`,
+  );
   const greatest = dialect === "sqlite" ? "MAX" : "GREATEST";
   return `INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream, written_seq) VALUES (${id}, ${a}, ${b}, ${c}, ${d}, ${e}) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream, written_seq = ${greatest}(COALESCE(sy_index_meta.written_seq, 0), excluded.written_seq)`;
 };
