@@ -4,6 +4,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { Value, type ValueError } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { semanticIssues } from "./checks.ts";
+import { natsIssues } from "./nats-checks.ts";
 import { operationsIssues } from "./operations.ts";
 import { type Config, ConfigSchema } from "./schema.ts";
 
@@ -216,6 +217,7 @@ export function parseConfig(
   try {
     issues.push(...semanticIssues(withDefaults as Config, clean));
     issues.push(...operationsIssues(withDefaults as Config));
+    issues.push(...natsIssues(withDefaults as Config, clean));
   } catch {
     // A shape the schema already refused; its issues are listed.
   }

@@ -5,7 +5,7 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
 import {
   ensureTopology,
   isJsError,
@@ -15,7 +15,7 @@ import {
 } from "../bus/index.ts";
 import { type Config, parseDuration } from "../config/index.ts";
 import type { Logger } from "../log/index.ts";
-import { coalesceWrites } from "../nats/index.ts";
+import { coalesceWrites, identityOptions, redactUrl } from "../nats/index.ts";
 
 /** Everything a service needs from NATS, connected and with the topology in place. */
 export interface HubConnection {
@@ -49,12 +49,32 @@ export class NatsUnreachableError extends Error {
   }
 }
 
+/** NATS refused this connection's credential (nats.auth): retrying cannot help. */
+export class NatsAuthRefusedError extends Error {
+  readonly code = "nats_auth_refused";
+  constructor(url: string, configured: string, answer: string) {
+    super(
+      `NATS at ${url} refused the connection: "${answer}". ${configured} Check nats.auth (and that the server knows this user).`,
+    );
+    this.name = "NatsAuthRefusedError";
+  }
+}
+
+/** The TLS handshake with NATS failed (nats.tls): a certificate, CA or server name problem. */
+export class NatsTlsError extends Error {
+  readonly code = "nats_tls_failed";
+  constructor(url: string, key: string, answer: string) {
+    super(`TLS to NATS at ${url} failed: ${answer}. Check ${key}.`);
+    this.name = "NatsTlsError";
+  }
+}
+
 /** The stream or buckets are missing and this connection may not create them. */
 export class HubNotFoundError extends Error {
   readonly code = "hub_not_found";
   constructor(url: string, missing: string) {
     super(
-      `no Switchyard hub at ${url}: ${missing} does not exist. Nothing was created. Start the hub (switchyard up or serve) against this server first, or point NATS_URL at the hub's server.`,
+      `no Switchyard hub at ${url}: ${missing} does not exist. Nothing was created. Create it with switchyard setup (the admin credential), or start the hub (switchyard up or serve) against this server first, or point NATS_URL at the hub's server.`,
     );
     this.name = "HubNotFoundError";
   }
@@ -70,7 +90,10 @@ export interface ConnectWait {
 }
 
 export interface ConnectOptions {
-  /** Create or update the stream and buckets (services); false: they must exist (CLI commands). */
+  /**
+   * Create or update the stream and buckets; false: they must exist (CLI commands). Default:
+   * nats.manage_topology.
+   */
   readonly createTopology?: boolean;
   /** Called before each retry of the first connection. */
   readonly onWaiting?: (wait: ConnectWait) => void;
@@ -84,14 +107,15 @@ const RETRY_STEPS_MS = [250, 1_000, 2_000, 5_000];
  * hang. Later disconnects reconnect forever (the services answer 503 meanwhile).
  */
 async function connectFirst(config: Config, name: string, options: ConnectOptions) {
-  const url = config.nats.url;
+  const url = redactUrl(config.nats.url);
+  const servers = config.nats.url.split(",");
   const budgetMs = parseDuration(config.nats.connect_timeout);
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     const leftMs = budgetMs - (Date.now() - started);
     try {
       return await connect({
-        servers: url.split(","),
+        servers,
         name: `switchyard-${name}`,
         maxReconnectAttempts: -1,
         reconnectTimeWait: 250,
@@ -100,8 +124,11 @@ async function connectFirst(config: Config, name: string, options: ConnectOption
         // nats.js otherwise builds an Error (with a stack) for every request, to point async
         // failures at their caller: 3–9% of CPU in the hot services (bench profiles).
         noAsyncTraces: true,
+        ...identityOptions(config.nats),
       });
     } catch (err) {
+      const refusal = refusalOf(err, config.nats, url);
+      if (refusal) throw refusal;
       const reason = (err as Error).message || String(err);
       const givesUpInMs = budgetMs - (Date.now() - started);
       if (givesUpInMs <= 0) throw new NatsUnreachableError(url, Date.now() - started, reason);
@@ -110,6 +137,39 @@ async function connectFirst(config: Config, name: string, options: ConnectOption
       await new Promise((resolve) => setTimeout(resolve, retryInMs));
     }
   }
+}
+
+/** Node's codes for a certificate the client could not accept. */
+const CERT_CODES = /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|ERR_OSSL_)/;
+
+function describeAuth(nats: Config["nats"]): string {
+  const auth = nats.auth;
+  if (!auth) return "No credential is configured (nats.auth is not set).";
+  if (auth.user !== undefined) return `It sent user ${auth.user} with nats.auth.password.`;
+  const kind = (["token", "nkey_seed", "creds_file"] as const).find((k) => auth[k] !== undefined);
+  return `It sent nats.auth.${kind ?? "(none)"}.`;
+}
+
+/**
+ * A first-connection failure that no retry can fix: a refused credential, an untrusted or
+ * mismatched certificate, a certificate file that cannot be read. Undefined for everything else.
+ */
+function refusalOf(err: unknown, nats: Config["nats"], url: string): Error | undefined {
+  if (err instanceof AuthorizationError) {
+    return new NatsAuthRefusedError(url, describeAuth(nats), err.message);
+  }
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown };
+  const message = typeof e.message === "string" ? e.message : "";
+  if (typeof e.code === "string" && CERT_CODES.test(e.code)) {
+    const key =
+      e.code === "ERR_TLS_CERT_ALTNAME_INVALID" ? "nats.tls.server_name" : "nats.tls.ca_file";
+    return new NatsTlsError(url, key, message);
+  }
+  // nats.js reports an unreadable nats.tls file as a ConnectionError caused by the read.
+  if (nats.tls && e.cause instanceof Error && /doesn't exist|ENOENT|EACCES/.test(message)) {
+    return new NatsTlsError(url, "nats.tls", message);
+  }
+  return undefined;
 }
 
 /** Opens the stream's buckets without creating anything; throws HubNotFoundError if missing. */
@@ -166,18 +226,18 @@ export async function connectHub(
   })();
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const { jobs, meta, storeVersion } =
-    options.createTopology === false
-      ? await openTopology(nc, jsm, config.nats.url).catch(async (err: unknown) => {
-          await nc.close();
-          throw err;
-        })
-      : await ensureTopology(nc, jsm, {
-          replicas: config.nats.replicas,
-          eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
-          duplicateWindowMs: parseDuration(config.nats.duplicate_window),
-          eventsMaxBytes: config.nats.events_max_bytes,
-        });
+  const manage = options.createTopology ?? config.nats.manage_topology;
+  const { jobs, meta, storeVersion } = !manage
+    ? await openTopology(nc, jsm, redactUrl(config.nats.url)).catch(async (err: unknown) => {
+        await nc.close();
+        throw err;
+      })
+    : await ensureTopology(nc, jsm, {
+        replicas: config.nats.replicas,
+        eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
+        duplicateWindowMs: parseDuration(config.nats.duplicate_window),
+        eventsMaxBytes: config.nats.events_max_bytes,
+      });
   logger.info(
     { server: nc.info?.version, replicas: config.nats.replicas },
     "nats connected, topology ready",

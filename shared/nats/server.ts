@@ -108,7 +108,13 @@ export async function startNatsServer(options: NatsServerOptions): Promise<Manag
   // fires exactly when this process ends.
   const setpriv = options.dieWithParent === false ? undefined : findSetpriv(options.env);
   const command = setpriv ? [setpriv, "--pdeathsig", "TERM", binary, ...args] : [binary, ...args];
-  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  // The server's config may reference `$VAR` secrets (deploy/nats/permissions.conf): env feeds them.
+  const child = Bun.spawn(command, {
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+    env: { ...options.env },
+  });
   let log = "";
   let resolvePort: (port: number) => void = () => {};
   let rejectPort: (err: Error) => void = () => {};

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type ConnectionOptions, connect, type NatsConnection } from "@nats-io/transport-node";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
 import { waitFor } from "./wait.ts";
 
@@ -22,6 +22,10 @@ export interface TestNats extends AsyncDisposable {
 
 export interface StartNatsOptions {
   readonly args?: readonly string[];
+  /** The helper connection's identity when the server requires one (user, tls, …). */
+  readonly connect?: Partial<ConnectionOptions>;
+  /** The server's environment (secrets its config references as `$VAR`); default process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -30,13 +34,15 @@ export interface StartNatsOptions {
  */
 export async function startNats(options: StartNatsOptions = {}): Promise<TestNats> {
   const storeDir = await mkdtemp(join(tmpdir(), "switchyard-nats-"));
-  let server = await startNatsServer({ storeDir, args: options.args ?? [], env: process.env });
+  const env = options.env ?? process.env;
+  let server = await startNatsServer({ storeDir, args: options.args ?? [], env });
   const port = server.port;
   const nc = await connect({
     servers: server.url,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 100,
     name: "test-helper",
+    ...options.connect,
   });
   let reconnects = 0;
   void (async () => {
@@ -63,7 +69,7 @@ export async function startNats(options: StartNatsOptions = {}): Promise<TestNat
         storeDir,
         port,
         args: options.args ?? [],
-        env: process.env,
+        env,
       });
       // Requests written before the client notices the old socket died are lost; wait for the
       // helper's own connection to come back so tests start from a known state.

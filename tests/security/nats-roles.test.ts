@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { runAuditVerify } from "../../services/cli/audit-command.ts";
+import { type RunningHub, type ServiceName, startServices } from "../../services/runtime/run.ts";
+import { setupTopology } from "../../services/runtime/setup.ts";
+import { hashToken } from "../../shared/auth/index.ts";
+import { systemClock } from "../../shared/clock/index.ts";
+import { type Config, parseConfig } from "../../shared/config/index.ts";
+import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
+import { randomIds } from "../../shared/ids/index.ts";
+import { testIndexYaml } from "../helpers/hub.ts";
+import { captureLogger } from "../helpers/logs.ts";
+import { waitFor } from "../helpers/wait.ts";
+import { type Role, type RoleNats, startRoleNats } from "./nats-roles.ts";
+
+const TOKEN = "acme-token-0123456789abcdef";
+const CALLBACK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const indexYaml = testIndexYaml();
+
+let roles: RoleNats;
+const running: RunningHub[] = [];
+const logs: (() => string)[] = [];
+let receiver: ReturnType<typeof Bun.serve>;
+const received: string[] = [];
+
+function configFor(role: Role, extraNats: Record<string, unknown> = {}): Config {
+  const yaml = `
+server: { host: 127.0.0.1, port: 0 }
+admin: { host: 127.0.0.1, port: 0 }
+nats: ${JSON.stringify(roles.natsSection(role, extraNats))}
+callbacks: { allow_private: true }
+clients:
+  - id: acme
+    token_sha256: ["${hashToken(TOKEN)}"]
+    routes: ["demo.*"]
+    callback_secrets: ["${CALLBACK_SECRET}"]
+routes:
+  - key: demo.echo
+    executor: { kind: builtin, name: echo }
+${indexYaml}
+`;
+  return parseConfig(yaml, {}, `${role} config`);
+}
+
+async function serve(service: ServiceName): Promise<RunningHub> {
+  const { logger, logs: read } = captureLogger();
+  logs.push(read);
+  const hub = await startServices([service], {
+    config: configFor(service),
+    logger,
+    clock: systemClock,
+    ids: randomIds,
+  });
+  running.push(hub);
+  return hub;
+}
+
+async function connectAs(role: Role, name = role): Promise<HubConnection> {
+  const { logger, logs: read } = captureLogger();
+  logs.push(read);
+  return connectHub(configFor(role), logger, name, { createTopology: false });
+}
+
+beforeAll(async () => {
+  roles = await startRoleNats();
+  receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      received.push(await req.text());
+      return new Response(null, { status: 204 });
+    },
+  });
+  const { logger, logs: read } = captureLogger();
+  logs.push(read);
+  await setupTopology({ config: configFor("admin"), logger, clock: systemClock, ids: randomIds });
+});
+
+afterAll(async () => {
+  for (const hub of running.reverse()) await hub.stop();
+  receiver?.stop(true);
+  await roles?.stop();
+});
+
+describe("every service under its own NATS user (mTLS, least privilege)", () => {
+  let jobId = "";
+  let ingressUrl = "";
+
+  test("services start without stream-management rights against the topology setup made", async () => {
+    for (const s of ["projector", "indexer", "executor", "callback"] as const) await serve(s);
+    const ingress = await serve("ingress");
+    ingressUrl = ingress.ingress?.url ?? "";
+    expect(ingressUrl).toStartWith("http://127.0.0.1:");
+  });
+
+  test("a run is accepted, executed, called back, projected and indexed", async () => {
+    const res = await fetch(`${ingressUrl}/run`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        request_id: "roles-1",
+        route: "demo.echo",
+        input: "hello roles",
+        callback_url: `http://127.0.0.1:${receiver.port}/cb`,
+      }),
+    });
+    expect(res.status).toBe(202);
+    jobId = ((await res.json()) as { job_id: string }).job_id;
+    const view = await waitFor("the job view to be done", async () => {
+      const r = await fetch(`${ingressUrl}/jobs/${jobId}`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      const body = (await r.json()) as { status?: string; output?: unknown };
+      return body.status === "done" ? body : undefined;
+    });
+    expect(view.output).toBe("hello roles");
+    await waitFor("the callback", () => received.some((b) => b.includes(jobId)));
+    const listed = await waitFor("the job in the index", async () => {
+      const r = await fetch(`${ingressUrl}/jobs?status=done`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      const text = await r.text();
+      return text.includes(jobId) ? text : undefined;
+    });
+    expect(listed).toContain(jobId);
+  });
+
+  test("audit verify works with the auditor's read-only credential alone", async () => {
+    let out = "";
+    const code = await runAuditVerify([], () => connectAs("auditor"), {
+      stdout: (t) => {
+        out += t;
+      },
+      stderr: () => {},
+    });
+    expect(out).toContain("0 divergences");
+    expect(code).toBe(0);
+  });
+
+  test("no server log line reports a permissions violation of the services", () => {
+    expect(roles.nats.server().output()).not.toContain("Violation");
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * A nats-server 2.9.10 configured with deploy/nats/permissions.conf (one user per role) and
+ * mutual TLS, for the least-privilege tests. Passwords are random per server.
+ */
+import { randomBytes } from "node:crypto";
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { startNats, type TestNats } from "../helpers/nats.ts";
+import { makeTestPki, type TestPki } from "../helpers/tls.ts";
+
+export const ROLES = [
+  "admin",
+  "ingress",
+  "projector",
+  "indexer",
+  "executor",
+  "callback",
+  "worker",
+  "auditor",
+] as const;
+export type Role = (typeof ROLES)[number];
+
+export const PERMISSIONS_CONF = resolve(import.meta.dir, "../../deploy/nats/permissions.conf");
+
+export interface RoleNats extends AsyncDisposable {
+  readonly nats: TestNats;
+  readonly pki: TestPki;
+  readonly passwords: Readonly<Record<Role, string>>;
+  /** The `nats:` section of a config for this role (auth, mTLS, its inbox prefix). */
+  natsSection(role: Role, extra?: Record<string, unknown>): Record<string, unknown>;
+  stop(): Promise<void>;
+}
+
+export async function startRoleNats(): Promise<RoleNats> {
+  const pki = await makeTestPki();
+  const dir = await mkdtemp(join(tmpdir(), "switchyard-roles-"));
+  const passwords = Object.fromEntries(
+    ROLES.map((r) => [r, `pw-${r}-${randomBytes(12).toString("hex")}`]),
+  ) as Record<Role, string>;
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const r of ROLES) env[`SY_${r.toUpperCase()}_PASSWORD`] = passwords[r];
+  const conf = join(dir, "server.conf");
+  // nats-server resolves an include relative to the including file, as a ConfigMap mounts both.
+  await copyFile(PERMISSIONS_CONF, join(dir, "permissions.conf"));
+  await writeFile(
+    conf,
+    `tls {
+  cert_file: "${pki.serverCert}"
+  key_file: "${pki.serverKey}"
+  ca_file: "${pki.caFile}"
+  verify: true
+}
+include ./permissions.conf
+`,
+  );
+  const tls = { caFile: pki.caFile, certFile: pki.clientCert, keyFile: pki.clientKey };
+  const nats = await startNats({
+    args: ["-c", conf],
+    env,
+    connect: { user: "admin", pass: passwords.admin, tls, inboxPrefix: "_INBOX_admin" },
+  });
+  const stop = async () => {
+    await nats.stop();
+    await pki.remove();
+    await rm(dir, { recursive: true, force: true });
+  };
+  return {
+    nats,
+    pki,
+    passwords,
+    natsSection: (role, extra = {}) => ({
+      url: nats.url,
+      auth: { user: role, password: passwords[role] },
+      tls: { ca_file: pki.caFile, cert_file: pki.clientCert, key_file: pki.clientKey },
+      inbox_prefix: `_INBOX_${role}`,
+      manage_topology: role === "admin",
+      connect_timeout: "5s",
+      ...extra,
+    }),
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
