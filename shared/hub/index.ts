@@ -4,5 +4,7 @@ export {
   connectHub,
   type HubConnection,
   HubNotFoundError,
+  NatsAuthRefusedError,
+  NatsTlsError,
   NatsUnreachableError,
 } from "./connection.ts";

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { runAuditVerify } from "../../services/cli/audit-command.ts";
+import { runEventsCommand } from "../../services/cli/events-command.ts";
 import { type RunningHub, type ServiceName, startServices } from "../../services/runtime/run.ts";
 import { setupTopology } from "../../services/runtime/setup.ts";
 import { hashToken } from "../../shared/auth/index.ts";
@@ -134,6 +135,28 @@ describe("every service under its own NATS user (mTLS, least privilege)", () => 
     });
     expect(out).toContain("0 divergences");
     expect(code).toBe(0);
+  });
+
+  test("switchyard events works with the auditor's credential alone", async () => {
+    const auditor = await connectAs("auditor");
+    let out = "";
+    const code = await runEventsCommand(["--job", jobId], auditor.js, {
+      stdout: (t) => {
+        out += t;
+      },
+      stderr: () => {},
+    });
+    await auditor.drain();
+    expect(code).toBe(0);
+    expect(out).toContain("run.requested");
+    expect(out).toContain("job.done");
+  });
+
+  test("no log line and no /metrics answer holds a NATS password", async () => {
+    let outputs = logs.map((read) => read()).join("\n");
+    for (const hub of running) outputs += await (await fetch(`${hub.admin.url}/metrics`)).text();
+    expect(outputs).toContain("switchyard");
+    for (const password of Object.values(roles.passwords)) expect(outputs).not.toContain(password);
   });
 
   test("no server log line reports a permissions violation of the services", () => {
