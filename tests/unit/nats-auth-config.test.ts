@@ -2,6 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { ConfigError, parseConfig } from "../../shared/config/index.ts";
 import { identityOptions, redactUrl } from "../../shared/nats/index.ts";
 
+/** A quoted `${NAME}` reference as it appears in a config file. */
+const ref = (name: string) => `"$\{${name}}"`;
+
 function issues(yaml: string, env: Record<string, string> = {}): string[] {
   try {
     parseConfig(yaml, env, "test");
@@ -30,7 +33,7 @@ describe("nats.auth and nats.tls", () => {
   });
 
   test("a secret from a variable that is not set names the key and not a value", () => {
-    expect(issues("nats: { auth: { user: a, password: '${SY_PW}' } }")).toEqual([
+    expect(issues(`nats: { auth: { user: a, password: ${ref("SY_PW")} } }`)).toEqual([
       "nats.auth.password: environment variable SY_PW is not set",
     ]);
   });
@@ -50,7 +53,7 @@ describe("nats.auth and nats.tls", () => {
 
   test("maps to nats.js options: user/pass, token, tls files, server name, inbox prefix", () => {
     const config = parseConfig(
-      "nats: { auth: { user: ingress, password: '${PW}' }, inbox_prefix: _INBOX_ingress }",
+      `nats: { auth: { user: ingress, password: ${ref("PW")} }, inbox_prefix: _INBOX_ingress }`,
       { PW: "s3cret" },
     );
     expect(identityOptions(config.nats)).toEqual({
