@@ -19,6 +19,7 @@ const USAGE = `usage: switchyard <command> [--help]
 
   up                          run every service in one process (embedded nats-server if NATS_URL is unset)
   serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
+  setup                       create or update streams, buckets and consumers (the admin's NATS credential)
   token new <client>          print a new client token once, and the hash for the config
   projector rebuild           recreate the job view from the event stream (refused while a projector runs)
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
@@ -53,6 +54,10 @@ const SPECS = {
   serve: {
     usage: `usage: switchyard serve <${SERVICE_NAMES.join("|")}>\n\n  one service; needs a config file (SWITCHYARD_CONFIG)`,
     positionals: { min: 1, max: 1 },
+  },
+  setup: {
+    usage:
+      "usage: switchyard setup\n\n  creates or updates every stream, bucket and durable consumer with the config's NATS credential (the admin role), so services with nats.manage_topology: false can start (needs the config file)",
   },
   "token new": {
     usage:
@@ -239,6 +244,9 @@ async function run(name: CommandName, args: string[], positionals: string[]): Pr
       await (await import("./run-commands.ts")).serve(service, env);
       return -1;
     }
+    case "setup":
+      await (await import("./run-commands.ts")).setup(env);
+      return 0;
     case "token new":
       return tokenNew(positionals[0] as string);
     case "projector rebuild":
