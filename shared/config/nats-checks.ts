@@ -62,7 +62,10 @@ function tlsIssues(tls: NonNullable<Config["nats"]["tls"]>): ConfigIssue[] {
 }
 
 /** Every problem with nats.auth and nats.tls, each naming its key. */
-export function natsIssues(config: Config, clean: Clean): ConfigIssue[] {
+export function natsIssues(
+  config: { readonly nats: Pick<Config["nats"], "auth" | "tls"> },
+  clean: Clean,
+): ConfigIssue[] {
   const nats = config.nats;
   if (typeof nats !== "object" || nats === null) return [];
   return [

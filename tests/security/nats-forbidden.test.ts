@@ -78,6 +78,8 @@ describe("each role is refused what it does not need", () => {
     const ack = await ingress.js.publish("sy.evt.acme.J2.run", "{}");
     expect(ack.stream).toBe("SWITCHYARD_EVENTS");
     expect(await eventsStored(executor)).toBe(before + 1);
+    // The server logs each refusal: what nats-roles.test.ts looks for after its end-to-end run.
+    expect(roles.nats.server().output()).toContain('Publish Violation - User "executor"');
   });
 
   test("the callback's user cannot write a job view; the projector's can", async () => {

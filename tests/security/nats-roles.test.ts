@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { runAuditVerify } from "../../services/cli/audit-command.ts";
 import { runEventsCommand } from "../../services/cli/events-command.ts";
 import { type RunningHub, type ServiceName, startServices } from "../../services/runtime/run.ts";
@@ -8,6 +10,7 @@ import { systemClock } from "../../shared/clock/index.ts";
 import { type Config, parseConfig } from "../../shared/config/index.ts";
 import { connectHub, type HubConnection } from "../../shared/hub/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
+import { createWorker, type Worker, workerConnectOptions } from "../../shared/worker/index.ts";
 import { testIndexYaml } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -37,6 +40,10 @@ clients:
 routes:
   - key: demo.echo
     executor: { kind: builtin, name: echo }
+  - key: demo.worker
+    executor: { kind: nats }
+  - key: demo.sleep
+    executor: { kind: builtin, name: sleep, sleep_ms: 60000 }
 ${indexYaml}
 `;
   return parseConfig(yaml, {}, `${role} config`);
@@ -76,7 +83,12 @@ beforeAll(async () => {
   await setupTopology({ config: configFor("admin"), logger, clock: systemClock, ids: randomIds });
 });
 
+let worker: Worker | undefined;
+let workerNc: NatsConnection | undefined;
+
 afterAll(async () => {
+  await worker?.stop();
+  await workerNc?.drain();
   for (const hub of running.reverse()) await hub.stop();
   receiver?.stop(true);
   await roles?.stop();
@@ -123,6 +135,59 @@ describe("every service under its own NATS user (mTLS, least privilege)", () => 
       return text.includes(jobId) ? text : undefined;
     });
     expect(listed).toContain(jobId);
+  });
+
+  const submit = async (requestId: string, route: string) => {
+    const res = await fetch(`${ingressUrl}/run`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ request_id: requestId, route, input: "x" }),
+    });
+    expect(res.status).toBe(202);
+    return ((await res.json()) as { job_id: string }).job_id;
+  };
+  const statusOf = async (id: string) => {
+    const r = await fetch(`${ingressUrl}/jobs/${id}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    return ((await r.json()) as { status?: string }).status;
+  };
+
+  test("a NATS worker under the worker user takes a task and reports it done", async () => {
+    const section = roles.natsSection("worker");
+    workerNc = await connect(
+      workerConnectOptions({
+        url: roles.nats.url,
+        auth: { user: "worker", password: roles.passwords.worker },
+        tls: section.tls as { ca_file: string; cert_file: string; key_file: string },
+        inbox_prefix: "_INBOX_worker",
+      }),
+    );
+    worker = createWorker({ nc: workerNc, route: "demo.worker", handler: async (t) => t.input });
+    await worker.start();
+    const id = await submit("roles-worker-1", "demo.worker");
+    expect(
+      await waitFor("the worker's job to be done", async () => (await statusOf(id)) === "done"),
+    ).toBe(true);
+  });
+
+  test("a cancel goes through the ingress's and executor's users", async () => {
+    const id = await submit("roles-cancel-1", "demo.sleep");
+    await waitFor("the sleep job to run", async () => (await statusOf(id)) === "running");
+    const res = await fetch(`${ingressUrl}/jobs/${id}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(res.status).toBe(202);
+    expect(
+      await waitFor("the view to show the cancel", async () => (await statusOf(id)) === "error"),
+    ).toBe(true);
+    // The executor got the cancel notice and released the running builtin at once.
+    const jsm = await jetstreamManager(roles.nats.nc);
+    await waitFor("the executor to release the job", async () => {
+      const info = await jsm.consumers.info("SWITCHYARD_EVENTS", "executor");
+      return info.num_ack_pending === 0;
+    });
   });
 
   test("audit verify works with the auditor's read-only credential alone", async () => {
