@@ -15,6 +15,7 @@ import { createJobIdDeriver, type IdGenerator, loadJobIdKey } from "../../shared
 import { createJobReader, createJobViewCache } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { redactUrl } from "../../shared/nats/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createOperatorSurface } from "../admin-api/index.ts";
@@ -91,7 +92,7 @@ export async function startIngress(deps: IngressDeps): Promise<RunningIngress> {
   const maxBodyBytes = deriveBodyLimit({
     configured: config.server.max_body_bytes,
     maxPayload: hub.nc.info?.max_payload ?? DEFAULT_MAX_BODY_BYTES * 2,
-    natsUrl: config.nats.url,
+    natsUrl: redactUrl(config.nats.url),
     metadata,
   });
   // The operator API and console (issue 16) on this server: operator credentials only.

@@ -1,4 +1,5 @@
 import { type Config, ConfigError } from "../../shared/config/index.ts";
+import { redactUrl } from "../../shared/nats/index.ts";
 
 /** Bytes a job.done event adds to its output: envelope, ids, NATS headers, with room to spare. */
 const OUTPUT_ENVELOPE_BYTES = 4096;
@@ -15,7 +16,7 @@ export function checkAnswerCaps(config: Config, maxPayload: number): void {
       ? [
           {
             key: `routes[${i}].executor.max_response_bytes`,
-            message: `is ${route.executor.max_response_bytes}, but the output is stored in one event that must fit the NATS max_payload of ${maxPayload} bytes at ${config.nats.url}: set it to at most ${ceiling}, or raise max_payload`,
+            message: `is ${route.executor.max_response_bytes}, but the output is stored in one event that must fit the NATS max_payload of ${maxPayload} bytes at ${redactUrl(config.nats.url)}: set it to at most ${ceiling}, or raise max_payload`,
           },
         ]
       : [],

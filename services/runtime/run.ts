@@ -10,7 +10,12 @@ import {
   type OperatorDirectory,
   parseDuration,
 } from "../../shared/config/index.ts";
-import { type ConnectWait, connectHub, type HubConnection } from "../../shared/hub/index.ts";
+import {
+  asTopologyNotSetUp,
+  type ConnectWait,
+  connectHub,
+  type HubConnection,
+} from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -109,7 +114,7 @@ export async function startServices(
   } catch (err) {
     // A refused start (a limit, a busy port) leaves nothing running behind.
     await stopAll();
-    throw err;
+    throw asTopologyNotSetUp(err) ?? err;
   }
   const { ingress, admin } = parts;
   const reloader = createReloader({

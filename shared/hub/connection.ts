@@ -5,7 +5,12 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
-import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
+import {
+  AuthorizationError,
+  connect,
+  type NatsConnection,
+  PermissionViolationError,
+} from "@nats-io/transport-node";
 import {
   ensureTopology,
   isJsError,
@@ -67,6 +72,30 @@ export class NatsTlsError extends Error {
     super(`TLS to NATS at ${url} failed: ${answer}. Check ${key}.`);
     this.name = "NatsTlsError";
   }
+}
+
+/**
+ * A service without stream-management rights (nats.manage_topology: false) found a stream, bucket
+ * or consumer missing or different from its config, and NATS refused to create or change it.
+ */
+export class TopologyNotSetUpError extends Error {
+  readonly code = "topology_not_set_up";
+  constructor(subject: string) {
+    super(
+      `NATS refused ${subject}: this service's NATS user may not create or change streams, buckets or consumers, and one it needs is missing or differs from the config (a new route, other replicas or limits). Run switchyard setup with the admin credential and this config, then start the service again.`,
+    );
+    this.name = "TopologyNotSetUpError";
+  }
+}
+
+const TOPOLOGY_WRITE =
+  /^\$JS\.API\.(STREAM\.(CREATE|UPDATE)|CONSUMER\.(CREATE|DURABLE\.CREATE|UPDATE))\./;
+
+/** A refused attempt to create or change the topology, as {@link TopologyNotSetUpError}. */
+export function asTopologyNotSetUp(err: unknown): TopologyNotSetUpError | undefined {
+  const found = err instanceof PermissionViolationError ? err : (err as { cause?: unknown })?.cause;
+  if (!(found instanceof PermissionViolationError)) return undefined;
+  return TOPOLOGY_WRITE.test(found.subject) ? new TopologyNotSetUpError(found.subject) : undefined;
 }
 
 /** The stream or buckets are missing and this connection may not create them. */

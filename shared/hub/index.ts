@@ -1,4 +1,5 @@
 export {
+  asTopologyNotSetUp,
   type ConnectOptions,
   type ConnectWait,
   connectHub,
@@ -7,4 +8,5 @@ export {
   NatsAuthRefusedError,
   NatsTlsError,
   NatsUnreachableError,
+  TopologyNotSetUpError,
 } from "./connection.ts";
