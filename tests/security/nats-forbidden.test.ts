@@ -105,6 +105,15 @@ describe("each role is refused what it does not need", () => {
       .delete("SWITCHYARD_EVENTS", "projector")
       .catch((e: Error) => e);
     expect(String(consumer)).toContain("Permissions Violation");
+    const info = await auditor.jsm.consumers.info("SWITCHYARD_EVENTS", "projector");
+    const changed = await auditor.jsm.consumers
+      .update("SWITCHYARD_EVENTS", "projector", { max_ack_pending: 1 })
+      .catch((e: Error) => e);
+    expect(String(changed)).toContain("Permissions Violation");
+    const durable = await auditor.jsm.consumers
+      .add("SWITCHYARD_EVENTS", { ...info.config, durable_name: "executor", name: "executor" })
+      .catch((e: Error) => e);
+    expect(String(durable)).toContain("Permissions Violation");
     expect(await eventsStored(auditor)).toBe(before);
   });
 
