@@ -117,6 +117,17 @@ describe("each role is refused what it does not need", () => {
     expect(await eventsStored(auditor)).toBe(before);
   });
 
+  test("the ingress cannot rewrite the job-id key or the store mark; the indexer not the projector's lease", async () => {
+    const ingress = await connectAs("ingress");
+    for (const key of ["job_id_key", "store_version", "console_session_key"]) {
+      const denied = await ingress.meta.put(key, "x").catch((e: Error) => e);
+      expect(String(denied)).toContain("Permissions Violation");
+    }
+    const indexer = await connectAs("indexer");
+    const lease = await indexer.js.publish("$KV.sy_leases.projector", "x").catch((e: Error) => e);
+    expect(String(lease)).toContain("Permissions Violation");
+  });
+
   test("no service role creates, updates or deletes streams or other roles' consumers", async () => {
     for (const role of ["ingress", "executor", "callback", "projector", "indexer"] as const) {
       const hub = await connectAs(role);
