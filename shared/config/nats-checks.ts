@@ -1,23 +1,15 @@
 /**
- * Checks on nats.auth and nats.tls that the schema cannot express: one credential kind, the pairs
- * that belong together, and files that start-up will need. Messages never echo a secret.
+ * Checks on nats.auth and nats.tls that the schema cannot express: one credential kind and the
+ * pairs that belong together. Messages never echo a secret. The files they name are checked when
+ * the connection is made (shared/hub/connection.ts), where they are read: a config can be checked
+ * away from the machine that holds them.
  */
-import { accessSync, constants } from "node:fs";
 import type { ConfigIssue } from "./load.ts";
 import type { Config } from "./schema.ts";
 
 type Clean = (prefix: string) => boolean;
 
 const KINDS = ["user", "token", "nkey_seed", "creds_file"] as const;
-
-function readable(path: string): string | undefined {
-  try {
-    accessSync(path, constants.R_OK);
-    return undefined;
-  } catch (err) {
-    return `cannot read file ${path} (${(err as { code?: string }).code ?? "unreadable"})`;
-  }
-}
 
 function authIssues(auth: NonNullable<Config["nats"]["auth"]>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -37,10 +29,6 @@ function authIssues(auth: NonNullable<Config["nats"]["auth"]>): ConfigIssue[] {
   if (auth.nkey_seed !== undefined && !auth.nkey_seed.trim().startsWith("SU")) {
     issues.push({ key: "nats.auth.nkey_seed", message: "is not an NKey user seed (SU…)" });
   }
-  if (auth.creds_file !== undefined) {
-    const problem = readable(auth.creds_file);
-    if (problem) issues.push({ key: "nats.auth.creds_file", message: problem });
-  }
   return issues;
 }
 
@@ -52,11 +40,6 @@ function tlsIssues(tls: NonNullable<Config["nats"]["tls"]>): ConfigIssue[] {
       key: `nats.tls.${missing}`,
       message: "is required: a client certificate needs both cert_file and key_file",
     });
-  }
-  for (const key of ["ca_file", "cert_file", "key_file"] as const) {
-    const path = tls[key];
-    const problem = path === undefined ? undefined : readable(path);
-    if (problem) issues.push({ key: `nats.tls.${key}`, message: problem });
   }
   return issues;
 }

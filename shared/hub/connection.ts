@@ -1,3 +1,4 @@
+import { accessSync, constants } from "node:fs";
 import {
   type JetStreamClient,
   type JetStreamManager,
@@ -138,6 +139,8 @@ const RETRY_STEPS_MS = [250, 1_000, 2_000, 5_000];
 async function connectFirst(config: Config, name: string, options: ConnectOptions) {
   const url = redactUrl(config.nats.url);
   const servers = config.nats.url.split(",");
+  const unreadable = unreadableFile(config.nats);
+  if (unreadable) throw unreadable;
   const budgetMs = parseDuration(config.nats.connect_timeout);
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -177,6 +180,35 @@ function describeAuth(nats: Config["nats"]): string {
   if (auth.user !== undefined) return `It sent user ${auth.user} with nats.auth.password.`;
   const kind = (["token", "nkey_seed", "creds_file"] as const).find((k) => auth[k] !== undefined);
   return `It sent nats.auth.${kind ?? "(none)"}.`;
+}
+
+/** A file nats.tls or nats.auth.creds_file names cannot be read: nothing was sent to NATS. */
+export class NatsFileError extends Error {
+  readonly code = "nats_file_unreadable";
+  constructor(key: string, path: string, reason: string) {
+    super(`${key}: cannot read file ${path} (${reason}); not connecting to NATS without it.`);
+    this.name = "NatsFileError";
+  }
+}
+
+/** The first of nats.tls's and nats.auth.creds_file's files that cannot be read. */
+function unreadableFile(nats: Config["nats"]): NatsFileError | undefined {
+  const files: [string, string | undefined][] = [
+    ["nats.tls.ca_file", nats.tls?.ca_file],
+    ["nats.tls.cert_file", nats.tls?.cert_file],
+    ["nats.tls.key_file", nats.tls?.key_file],
+    ["nats.auth.creds_file", nats.auth?.creds_file],
+  ];
+  for (const [key, path] of files) {
+    if (path === undefined) continue;
+    try {
+      accessSync(path, constants.R_OK);
+    } catch (err) {
+      const reason = (err as { code?: string }).code ?? "unreadable";
+      return new NatsFileError(key, path, reason);
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -6,6 +6,7 @@ export {
   type HubConnection,
   HubNotFoundError,
   NatsAuthRefusedError,
+  NatsFileError,
   NatsTlsError,
   NatsUnreachableError,
   TopologyNotSetUpError,

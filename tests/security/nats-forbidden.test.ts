@@ -6,6 +6,7 @@ import {
   connectHub,
   type HubConnection,
   NatsAuthRefusedError,
+  NatsFileError,
   NatsTlsError,
 } from "../../shared/hub/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
@@ -189,6 +190,17 @@ describe("connections that must not get in", () => {
     });
     expect(err).toBeInstanceOf(NatsTlsError);
     expect(err.message).toContain("nats.tls.server_name");
+  });
+
+  test("an unreadable certificate file stops start-up at once, naming its key", async () => {
+    const err = await refusal("ingress", {
+      tls: { ca_file: "/nonexistent/ca.crt" },
+      connect_timeout: "60s",
+    });
+    expect(err).toBeInstanceOf(NatsFileError);
+    expect(err.message).toContain(
+      "nats.tls.ca_file: cannot read file /nonexistent/ca.crt (ENOENT)",
+    );
   });
 
   test("a client certificate from another CA, or none, does not get in", async () => {

@@ -38,12 +38,11 @@ describe("nats.auth and nats.tls", () => {
     ]);
   });
 
-  test("unreadable certificate files and a lone client certificate are named", () => {
+  test("a lone client certificate is named; the files themselves are checked at connect", () => {
     const found = issues("nats: { tls: { ca_file: /nope/ca.pem, cert_file: /nope/c.pem } }");
-    expect(found).toContain("nats.tls.ca_file: cannot read file /nope/ca.pem (ENOENT)");
-    expect(found).toContain(
+    expect(found).toEqual([
       "nats.tls.key_file: is required: a client certificate needs both cert_file and key_file",
-    );
+    ]);
   });
 
   test("an nkey seed that is not a user seed is refused without echoing it", () => {
