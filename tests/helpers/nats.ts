@@ -24,6 +24,12 @@ export interface StartNatsOptions {
   readonly args?: readonly string[];
   /** The helper connection's identity when the server requires one (user, tls, …). */
   readonly connect?: Partial<ConnectionOptions>;
+  /**
+   * The store directory (removed by stop()); default a new temporary one. With jetstreamInConfig
+   * the config file (args `-c`) names it and enables JetStream (a file that is reloaded must).
+   */
+  readonly storeDir?: string;
+  readonly jetstreamInConfig?: boolean;
   /** The server's environment (secrets its config references as `$VAR`); default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
@@ -33,9 +39,15 @@ export interface StartNatsOptions {
  * directory. Never uses the machine's shared server on 4222. Use with `await using`.
  */
 export async function startNats(options: StartNatsOptions = {}): Promise<TestNats> {
-  const storeDir = await mkdtemp(join(tmpdir(), "switchyard-nats-"));
+  const storeDir = options.storeDir ?? (await mkdtemp(join(tmpdir(), "switchyard-nats-")));
   const env = options.env ?? process.env;
-  let server = await startNatsServer({ storeDir, args: options.args ?? [], env });
+  const jetstreamInConfig = options.jetstreamInConfig ?? false;
+  let server = await startNatsServer({
+    storeDir,
+    args: options.args ?? [],
+    env,
+    jetstreamInConfig,
+  });
   const port = server.port;
   const nc = await connect({
     servers: server.url,
@@ -70,6 +82,7 @@ export async function startNats(options: StartNatsOptions = {}): Promise<TestNat
         port,
         args: options.args ?? [],
         env,
+        jetstreamInConfig,
       });
       // Requests written before the client notices the old socket died are lost; wait for the
       // helper's own connection to come back so tests start from a known state.

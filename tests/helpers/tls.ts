@@ -18,6 +18,8 @@ export interface TestPki extends AsyncDisposable {
   readonly rogueCaFile: string;
   readonly rogueClientCert: string;
   readonly rogueClientKey: string;
+  /** A new key and certificate for the server, from the same CA, written over the old files. */
+  reissueServer(): Promise<void>;
   remove(): Promise<void>;
 }
 
@@ -82,7 +84,8 @@ export async function makeTestPki(): Promise<TestPki> {
   const serverExt =
     "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:nats.test\nextendedKeyUsage=serverAuth\n";
   const clientExt = "extendedKeyUsage=clientAuth\n";
-  await makeLeaf({ dir, ca: "ca", name: "server", ext: serverExt });
+  const reissueServer = () => makeLeaf({ dir, ca: "ca", name: "server", ext: serverExt });
+  await reissueServer();
   await makeLeaf({ dir, ca: "ca", name: "client", ext: clientExt });
   await makeLeaf({ dir, ca: "rogue-ca", name: "rogue-client", ext: clientExt });
   const remove = () => rm(dir, { recursive: true, force: true });
@@ -97,6 +100,7 @@ export async function makeTestPki(): Promise<TestPki> {
     rogueCaFile: at("rogue-ca.pem"),
     rogueClientCert: at("rogue-client.pem"),
     rogueClientKey: at("rogue-client.key"),
+    reissueServer,
     remove,
     [Symbol.asyncDispose]: remove,
   };

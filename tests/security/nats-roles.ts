@@ -25,6 +25,8 @@ export const PERMISSIONS_CONF = resolve(import.meta.dir, "../../deploy/nats/perm
 
 export interface RoleNats extends AsyncDisposable {
   readonly nats: TestNats;
+  /** Holds server.conf and the permissions.conf it includes (a test may edit it and reload). */
+  readonly dir: string;
   readonly pki: TestPki;
   readonly passwords: Readonly<Record<Role, string>>;
   /** The `nats:` section of a config for this role (auth, mTLS, its inbox prefix). */
@@ -32,7 +34,12 @@ export interface RoleNats extends AsyncDisposable {
   stop(): Promise<void>;
 }
 
-export async function startRoleNats(): Promise<RoleNats> {
+export interface RoleNatsOptions {
+  /** More environment for the server (passwords of users a test adds later). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+export async function startRoleNats(options: RoleNatsOptions = {}): Promise<RoleNats> {
   const pki = await makeTestPki();
   const dir = await mkdtemp(join(tmpdir(), "switchyard-roles-"));
   const passwords = Object.fromEntries(
@@ -40,6 +47,7 @@ export async function startRoleNats(): Promise<RoleNats> {
   ) as Record<Role, string>;
   const env: Record<string, string | undefined> = { ...process.env };
   for (const r of ROLES) env[`SY_${r.toUpperCase()}_PASSWORD`] = passwords[r];
+  Object.assign(env, options.env);
   const conf = join(dir, "server.conf");
   // nats-server resolves an include relative to the including file, as a ConfigMap mounts both.
   await copyFile(PERMISSIONS_CONF, join(dir, "permissions.conf"));
@@ -52,11 +60,16 @@ export async function startRoleNats(): Promise<RoleNats> {
   verify: true
 }
 include ./permissions.conf
+# In the file, as in Kubernetes: on a reload nats-server 2.9.10 shuts JetStream down when the file
+# does not enable it, and refuses a store_dir it does not name.
+jetstream { store_dir: "${join(dir, "store")}" }
 `,
   );
   const tls = { caFile: pki.caFile, certFile: pki.clientCert, keyFile: pki.clientKey };
   const nats = await startNats({
     args: ["-c", conf],
+    storeDir: join(dir, "store"),
+    jetstreamInConfig: true,
     env,
     connect: { user: "admin", pass: passwords.admin, tls, inboxPrefix: "_INBOX_admin" },
   });
@@ -67,6 +80,7 @@ include ./permissions.conf
   };
   return {
     nats,
+    dir,
     pki,
     passwords,
     natsSection: (role, extra = {}) => ({
