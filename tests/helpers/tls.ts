@@ -1,7 +1,8 @@
 /**
  * Test-only certificates made with openssl at test time in a temporary directory: a CA, a server
- * certificate for 127.0.0.1 and localhost, a client certificate, and a second CA with its own
- * client certificate (one the server must refuse). No private key is committed.
+ * certificate for 127.0.0.1 and localhost (also a route's client certificate), a client
+ * certificate, and a second CA with its own client certificate (one the server must refuse). No
+ * private key is committed.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -82,7 +83,7 @@ export async function makeTestPki(): Promise<TestPki> {
   await makeCa(dir, "ca");
   await makeCa(dir, "rogue-ca");
   const serverExt =
-    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:nats.test\nextendedKeyUsage=serverAuth\n";
+    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:nats.test\nextendedKeyUsage=serverAuth,clientAuth\n";
   const clientExt = "extendedKeyUsage=clientAuth\n";
   const reissueServer = () => makeLeaf({ dir, ca: "ca", name: "server", ext: serverExt });
   await reissueServer();
