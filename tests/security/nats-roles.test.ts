@@ -17,6 +17,7 @@ import { waitFor } from "../helpers/wait.ts";
 import { type Role, type RoleNats, startRoleNats } from "./nats-roles.ts";
 
 const TOKEN = "acme-token-0123456789abcdef";
+const OPERATOR = "operator-token-0123456789abcdef";
 const CALLBACK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const indexYaml = testIndexYaml();
 
@@ -32,6 +33,9 @@ server: { host: 127.0.0.1, port: 0 }
 admin: { host: 127.0.0.1, port: 0 }
 nats: ${JSON.stringify(roles.natsSection(role, extraNats))}
 callbacks: { allow_private: true }
+operators:
+  - { id: alice, token_sha256: ["${hashToken(OPERATOR)}"], role: operator, read_payloads: true }
+console: { enabled: true, secure_cookie: false }
 clients:
   - id: acme
     token_sha256: ["${hashToken(TOKEN)}"]
@@ -190,7 +194,35 @@ describe("every service under its own NATS user (mTLS, least privilege)", () => 
     });
   });
 
+  test("the operator API under the ingress user: the overview, and a retry that runs", async () => {
+    const admin = (path: string, init: RequestInit = {}) =>
+      fetch(`${ingressUrl}/admin/v1${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${OPERATOR}` },
+      });
+    const overview = await admin("/overview");
+    expect(overview.status).toBe(200);
+    expect(await overview.text()).toContain("SWITCHYARD_EVENTS");
+    const cancelled = await submit("roles-retry-1", "demo.sleep");
+    await waitFor("the job to run", async () => (await statusOf(cancelled)) === "running");
+    expect((await admin(`/jobs/${cancelled}/cancel`, { method: "POST" })).status).toBe(202);
+    await waitFor("the cancel in the view", async () => (await statusOf(cancelled)) === "error");
+    const retry = await admin(`/jobs/${cancelled}/retry`, { method: "POST" });
+    expect(retry.status).toBe(202);
+    const { job } = (await retry.json()) as { job: { job_id: string } };
+    // The retry appended a run.requested under the ingress user; the executor picks it up.
+    expect(
+      await waitFor("the retry to run", async () => (await statusOf(job.job_id)) === "running"),
+    ).toBe(true);
+  });
+
   test("audit verify works with the auditor's read-only credential alone", async () => {
+    // Every event folded into the views first: verify compares them with the stream.
+    const jsm = await jetstreamManager(roles.nats.nc);
+    await waitFor("the projector to catch up", async () => {
+      const info = await jsm.consumers.info("SWITCHYARD_EVENTS", "projector");
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    });
     let out = "";
     const code = await runAuditVerify([], () => connectAs("auditor"), {
       stdout: (t) => {
@@ -220,6 +252,14 @@ describe("every service under its own NATS user (mTLS, least privilege)", () => 
   test("no log line and no /metrics answer holds a NATS password", async () => {
     let outputs = logs.map((read) => read()).join("\n");
     for (const hub of running) outputs += await (await fetch(`${hub.admin.url}/metrics`)).text();
+    // The console's page and its state, and the operator overview.
+    outputs += await (await fetch(`${ingressUrl}/console/`)).text();
+    outputs += await (await fetch(`${ingressUrl}/console/state`)).text();
+    outputs += await (
+      await fetch(`${ingressUrl}/admin/v1/overview`, {
+        headers: { authorization: `Bearer ${OPERATOR}` },
+      })
+    ).text();
     expect(outputs).toContain("switchyard");
     for (const password of Object.values(roles.passwords)) expect(outputs).not.toContain(password);
   });
