@@ -1,13 +1,15 @@
 export {
-  asTopologyNotSetUp,
   type ConnectOptions,
   type ConnectWait,
   connectHub,
   type HubConnection,
   HubNotFoundError,
+  NatsUnreachableError,
+} from "./connection.ts";
+export {
+  asTopologyNotSetUp,
   NatsAuthRefusedError,
   NatsFileError,
   NatsTlsError,
-  NatsUnreachableError,
   TopologyNotSetUpError,
-} from "./connection.ts";
+} from "./refusals.ts";
