@@ -35,7 +35,8 @@ const USAGE = `usage: switchyard <command> [--help]
   callbacks redeliver --where k=v... [--dry-run] [--yes]   redeliver in bulk, through the operator API
 
 Commands find the hub as 'up' does: NATS_URL, else the 'switchyard up' running in this folder
-(./.data/hub.json), else nats.url of the config file. They never create streams. The operator
+(./.data/hub.json), else nats.url of the config file, and connect with its nats.auth and nats.tls.
+Only setup creates streams. The operator
 commands (jobs, callbacks failed, callbacks redeliver --where) use the operator API instead.
 environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN,
   SWITCHYARD_ADMIN_URL and SWITCHYARD_OPERATOR_TOKEN (the operator commands)`;
@@ -345,6 +346,10 @@ const EXPLAINED = new Set([
   "rebuild_interrupted",
   "listen_failed",
   "store_outdated",
+  "nats_auth_refused",
+  "nats_tls_failed",
+  "nats_file_unreadable",
+  "topology_not_set_up",
 ]);
 
 if (import.meta.main) {
