@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigError, parseConfig } from "../../shared/config/index.ts";
 import { identityOptions, redactUrl } from "../../shared/nats/index.ts";
+import { captureLogger } from "../helpers/logs.ts";
 
 /** A quoted `${NAME}` reference as it appears in a config file. */
 const ref = (name: string) => `"$\{${name}}"`;
@@ -70,5 +71,14 @@ describe("nats.auth and nats.tls", () => {
     expect(redactUrl("nats://u:p@a:4222,tls://tok@b:4222")).toBe(
       "nats://***@a:4222,tls://***@b:4222",
     );
+  });
+
+  test("a logged nats.auth shows the user, never the password or seed", () => {
+    const { logger, logs } = captureLogger();
+    logger.info({ auth: { user: "ingress", password: "pw-7d1f", nkey_seed: "SUAB" } });
+    logger.info({ password: "pw-7d1f" });
+    expect(logs()).toContain("ingress");
+    expect(logs()).not.toContain("pw-7d1f");
+    expect(logs()).not.toContain("SUAB");
   });
 });
