@@ -3,7 +3,8 @@
  * the work queues, every bucket and every durable consumer) with the admin's NATS credential, so
  * that services holding only their own role's permissions start against it
  * (nats.manage_topology: false). It starts every service once and stops it: what a service
- * creates at start is, by construction, exactly what setup creates.
+ * creates at start is, by construction, exactly what setup creates. On a running hub it joins for
+ * that moment as one more replica of each service, which every service allows.
  */
 import type { Clock } from "../../shared/clock/index.ts";
 import type { Config } from "../../shared/config/index.ts";
@@ -20,11 +21,16 @@ export interface SetupDeps {
 
 export async function setupTopology(deps: SetupDeps): Promise<void> {
   // Loopback and port 0: setup serves nobody, and must not collide with a running hub's ports.
+  // No search index (it lives outside NATS, and the indexer makes its own durable) and no audit
+  // key (setup appends no checkpoint).
+  const { signing_key_pem: _, ...audit } = deps.config.audit;
   const config: Config = {
     ...deps.config,
     server: { ...deps.config.server, host: "127.0.0.1", port: 0 },
     admin: { ...deps.config.admin, host: "127.0.0.1", port: 0 },
     nats: { ...deps.config.nats, manage_topology: true },
+    index: { ...deps.config.index, enabled: false },
+    audit,
   };
   const running = await startServices(SERVICE_NAMES, { ...deps, config });
   await running.stop();
