@@ -17,6 +17,7 @@ import { testIndexYaml } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { makeTestPki, type TestPki } from "../helpers/tls.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { LOOPBACK_PORTS } from "../security/nats-roles.ts";
 import { byKind, K8S, readText, render } from "./k8s.ts";
 
 // The prod overlay's nats.conf and permissions.conf as three nats-server 2.9.10 nodes on loopback:
@@ -92,8 +93,7 @@ function configFor(role: (typeof ROLES)[number], urls: string): Config {
     manage_topology: false,
   };
   return parseConfig(
-    `server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+    `${LOOPBACK_PORTS}
 nats: ${JSON.stringify(nats)}
 clients:
   - id: acme

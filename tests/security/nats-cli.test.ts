@@ -59,7 +59,7 @@ describe("CLI commands under their NATS users", () => {
     });
     await writeFile(
       admin,
-      `nats: ${JSON.stringify(section)}\nserver: { port: 0 }\nadmin: { port: 0 }\nindex: { sqlite_path: "${join(dir, "index.sqlite")}" }\n`,
+      `nats: ${JSON.stringify(section)}\nindex: { sqlite_path: "${join(dir, "index.sqlite")}" }\n`,
     );
     const result = await cli(["setup"], admin);
     expect(result.code).toBe(0);

@@ -20,11 +20,7 @@ const captured: (() => string)[] = [];
 const indexYaml = testIndexYaml();
 
 function configFor(role: Role, nats: Record<string, unknown>): Config {
-  return parseConfig(
-    `nats: ${JSON.stringify(nats)}\n${indexYaml}\nadmin: { host: 127.0.0.1, port: 0 }\nserver: { host: 127.0.0.1, port: 0 }`,
-    {},
-    `${role} config`,
-  );
+  return parseConfig(`nats: ${JSON.stringify(nats)}\n${indexYaml}`, {}, `${role} config`);
 }
 
 async function connectAs(role: Role, extra: Record<string, unknown> = {}): Promise<HubConnection> {

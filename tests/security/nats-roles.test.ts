@@ -14,7 +14,7 @@ import { createWorker, type Worker, workerConnectOptions } from "../../shared/wo
 import { testIndexYaml } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { type Role, type RoleNats, startRoleNats } from "./nats-roles.ts";
+import { LOOPBACK_PORTS, type Role, type RoleNats, startRoleNats } from "./nats-roles.ts";
 
 const TOKEN = "acme-token-0123456789abcdef";
 const OPERATOR = "operator-token-0123456789abcdef";
@@ -29,8 +29,7 @@ const received: string[] = [];
 
 function configFor(role: Role, extraNats: Record<string, unknown> = {}): Config {
   const yaml = `
-server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+${LOOPBACK_PORTS}
 nats: ${JSON.stringify(roles.natsSection(role, extraNats))}
 callbacks: { allow_private: true }
 operators:

@@ -21,6 +21,10 @@ export const ROLES = [
 ] as const;
 export type Role = (typeof ROLES)[number];
 
+/** HTTP and health/metrics ports of a test's services: loopback, chosen by the system. */
+export const LOOPBACK_PORTS = `server: { host: 127.0.0.1, port: 0 }
+admin: { host: 127.0.0.1, port: 0 }`;
+
 export const PERMISSIONS_CONF = resolve(import.meta.dir, "../../deploy/nats/permissions.conf");
 
 export interface RoleNats extends AsyncDisposable {

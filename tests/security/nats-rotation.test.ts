@@ -49,10 +49,7 @@ const appendRun = (hub: HubConnection, job: string) =>
 beforeAll(async () => {
   roles = await startRoleNats({ env: { SY_INGRESS_NEXT_PASSWORD: NEXT_PASSWORD } });
   const { logger } = captureLogger();
-  const config = parseConfig(
-    `${natsYaml(roles.natsSection("admin"))}\nserver: { port: 0 }\nadmin: { port: 0 }`,
-    {},
-  );
+  const config = parseConfig(natsYaml(roles.natsSection("admin")), {});
   await setupTopology({ config, logger, clock: systemClock, ids: randomIds });
 });
 afterAll(async () => {

@@ -8,15 +8,14 @@ import { HubNotFoundError, TopologyNotSetUpError } from "../../shared/hub/index.
 import { randomIds } from "../../shared/ids/index.ts";
 import { testIndexYaml } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
-import { type Role, type RoleNats, startRoleNats } from "./nats-roles.ts";
+import { LOOPBACK_PORTS, type Role, type RoleNats, startRoleNats } from "./nats-roles.ts";
 
 let roles: RoleNats;
 const indexYaml = testIndexYaml();
 
 function configFor(role: Role, routes: string): Config {
   return parseConfig(
-    `server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
+    `${LOOPBACK_PORTS}
 nats: ${JSON.stringify(roles.natsSection(role))}
 routes:
 ${routes}
