@@ -2,11 +2,12 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { nkeyAuthenticator, nkeys } from "@nats-io/transport-node";
+import { credsAuthenticator, nkeyAuthenticator, nkeys } from "@nats-io/transport-node";
 import { parseConfig } from "../../shared/config/index.ts";
-import { connectHub, NatsAuthRefusedError } from "../../shared/hub/index.ts";
+import { connectHub, NatsAuthRefusedError, NatsFileError } from "../../shared/hub/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
+import { credsFile, operatorMode } from "../helpers/nats-jwt.ts";
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -67,5 +68,34 @@ describe("every credential kind of nats.auth", () => {
     const refused = await attempt(nats, { token: "not-the-token" });
     expect(refused.result).toBeInstanceOf(NatsAuthRefusedError);
     expect(`${refused.result?.message}${refused.logs}${ok.logs}`).not.toContain(token);
+  });
+
+  test("a .creds file (operator mode) gets in and may set up the hub; another operator's is refused", async () => {
+    const mode = operatorMode();
+    const dir = await mkdtemp(join(tmpdir(), "switchyard-creds-"));
+    dirs.push(dir);
+    await writeFile(join(dir, "operator.jwt"), mode.operatorJwt);
+    await writeFile(
+      join(dir, "server.conf"),
+      `${mode.config(join(dir, "operator.jwt"))}\njetstream { store_dir: "${join(dir, "store")}" }\n`,
+    );
+    const creds = join(dir, "user.creds");
+    await writeFile(creds, credsFile(mode.account, "switchyard-admin"), { mode: 0o600 });
+    await using nats = await startNats({
+      args: ["-c", join(dir, "server.conf")],
+      storeDir: join(dir, "store"),
+      jetstreamInConfig: true,
+      connect: { authenticator: credsAuthenticator(new Uint8Array(await Bun.file(creds).bytes())) },
+    });
+    const ok = await attempt(nats, { creds_file: creds });
+    expect(ok.result).toBeUndefined();
+    const stranger = join(dir, "stranger.creds");
+    await writeFile(stranger, credsFile(operatorMode().account, "stranger"));
+    const refused = await attempt(nats, { creds_file: stranger });
+    expect(refused.result).toBeInstanceOf(NatsAuthRefusedError);
+    expect(refused.result?.message).toContain("nats.auth.creds_file");
+    const missing = await attempt(nats, { creds_file: join(dir, "none.creds") });
+    expect(missing.result).toBeInstanceOf(NatsFileError);
+    expect(missing.result?.message).toContain("nats.auth.creds_file");
   });
 });
