@@ -15,7 +15,8 @@ import {
 } from "../bus/index.ts";
 import { type Config, parseDuration } from "../config/index.ts";
 import type { Logger } from "../log/index.ts";
-import { coalesceWrites } from "../nats/index.ts";
+import { coalesceWrites, identityOptions, redactUrl } from "../nats/index.ts";
+import { refusalOf, unreadableFile } from "./refusals.ts";
 
 /** Everything a service needs from NATS, connected and with the topology in place. */
 export interface HubConnection {
@@ -54,7 +55,7 @@ export class HubNotFoundError extends Error {
   readonly code = "hub_not_found";
   constructor(url: string, missing: string) {
     super(
-      `no Switchyard hub at ${url}: ${missing} does not exist. Nothing was created. Start the hub (switchyard up or serve) against this server first, or point NATS_URL at the hub's server.`,
+      `no Switchyard hub at ${url}: ${missing} does not exist. Nothing was created. Create it with switchyard setup (the admin credential), or start the hub (switchyard up or serve) against this server first, or point NATS_URL at the hub's server.`,
     );
     this.name = "HubNotFoundError";
   }
@@ -70,7 +71,10 @@ export interface ConnectWait {
 }
 
 export interface ConnectOptions {
-  /** Create or update the stream and buckets (services); false: they must exist (CLI commands). */
+  /**
+   * Create or update the stream and buckets; false: they must exist (CLI commands). Default:
+   * nats.manage_topology.
+   */
   readonly createTopology?: boolean;
   /** Called before each retry of the first connection. */
   readonly onWaiting?: (wait: ConnectWait) => void;
@@ -84,14 +88,17 @@ const RETRY_STEPS_MS = [250, 1_000, 2_000, 5_000];
  * hang. Later disconnects reconnect forever (the services answer 503 meanwhile).
  */
 async function connectFirst(config: Config, name: string, options: ConnectOptions) {
-  const url = config.nats.url;
+  const url = redactUrl(config.nats.url);
+  const servers = config.nats.url.split(",");
+  const unreadable = unreadableFile(config.nats);
+  if (unreadable) throw unreadable;
   const budgetMs = parseDuration(config.nats.connect_timeout);
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     const leftMs = budgetMs - (Date.now() - started);
     try {
       return await connect({
-        servers: url.split(","),
+        servers,
         name: `switchyard-${name}`,
         maxReconnectAttempts: -1,
         reconnectTimeWait: 250,
@@ -100,8 +107,11 @@ async function connectFirst(config: Config, name: string, options: ConnectOption
         // nats.js otherwise builds an Error (with a stack) for every request, to point async
         // failures at their caller: 3–9% of CPU in the hot services (bench profiles).
         noAsyncTraces: true,
+        ...identityOptions(config.nats),
       });
     } catch (err) {
+      const refusal = refusalOf(err, config.nats, url);
+      if (refusal) throw refusal;
       const reason = (err as Error).message || String(err);
       const givesUpInMs = budgetMs - (Date.now() - started);
       if (givesUpInMs <= 0) throw new NatsUnreachableError(url, Date.now() - started, reason);
@@ -166,18 +176,18 @@ export async function connectHub(
   })();
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const { jobs, meta, storeVersion } =
-    options.createTopology === false
-      ? await openTopology(nc, jsm, config.nats.url).catch(async (err: unknown) => {
-          await nc.close();
-          throw err;
-        })
-      : await ensureTopology(nc, jsm, {
-          replicas: config.nats.replicas,
-          eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
-          duplicateWindowMs: parseDuration(config.nats.duplicate_window),
-          eventsMaxBytes: config.nats.events_max_bytes,
-        });
+  const manage = options.createTopology ?? config.nats.manage_topology;
+  const { jobs, meta, storeVersion } = !manage
+    ? await openTopology(nc, jsm, redactUrl(config.nats.url)).catch(async (err: unknown) => {
+        await nc.close();
+        throw err;
+      })
+    : await ensureTopology(nc, jsm, {
+        replicas: config.nats.replicas,
+        eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
+        duplicateWindowMs: parseDuration(config.nats.duplicate_window),
+        eventsMaxBytes: config.nats.events_max_bytes,
+      });
   logger.info(
     { server: nc.info?.version, replicas: config.nats.replicas },
     "nats connected, topology ready",
