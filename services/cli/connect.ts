@@ -85,15 +85,66 @@ function natsUrlOfConfigFile(env: Env): string | undefined {
   return url.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => env[name] ?? "");
 }
 
-/** The NATS URL a command should use, and where it came from (for messages). */
-export function locateNats(env: Env, explicit?: string): { url: string; from: string } {
+/** Who a command connects as: nats.auth, nats.tls and nats.inbox_prefix. */
+type NatsIdentity = Pick<Config["nats"], "auth" | "tls" | "inbox_prefix">;
+
+/**
+ * nats.auth, nats.tls and nats.inbox_prefix of the config file, read (with their `${file:…}` and
+ * `${ENV}` references) without the rest of the file: an auditor's file may hold only `nats:`.
+ */
+function natsIdentityOfConfigFile(env: Env): NatsIdentity {
+  const path = configPath(env);
+  if (!existsSync(path)) return {};
+  let doc: unknown;
+  try {
+    doc = parseYaml(readFileSync(path, "utf8"));
+  } catch {
+    return {};
+  }
+  const section = (doc as { nats?: unknown } | null)?.nats;
+  if (typeof section !== "object" || section === null) return {};
+  const { auth, tls, inbox_prefix } = section as Record<string, unknown>;
+  const wanted = Object.fromEntries(
+    Object.entries({ auth, tls, inbox_prefix }).filter(([, v]) => v !== undefined),
+  );
+  const nats = parseConfig(JSON.stringify({ nats: wanted }), env, path).nats;
+  return {
+    ...(nats.auth ? { auth: nats.auth } : {}),
+    ...(nats.tls ? { tls: nats.tls } : {}),
+    ...(nats.inbox_prefix ? { inbox_prefix: nats.inbox_prefix } : {}),
+  };
+}
+
+/** The NATS URL a command should use, where it came from, and who to connect as. */
+export function locateNats(
+  env: Env,
+  explicit?: string,
+): { url: string; from: string; identity?: NatsIdentity } {
   if (explicit) return { url: explicit, from: "--nats-url" };
   if (env.NATS_URL) return { url: env.NATS_URL, from: "NATS_URL" };
   const up = runningHub(resolve(DATA_DIR));
-  if (up) return { url: up.nats_url, from: `switchyard up (pid ${up.pid}) in this folder` };
+  if (up) {
+    return {
+      url: up.nats_url,
+      from: `switchyard up (pid ${up.pid}) in this folder`,
+      // The embedded server's token, from the owner-only hub.json.
+      ...(up.nats_token ? { identity: { auth: { token: up.nats_token } } } : {}),
+    };
+  }
   const fromFile = natsUrlOfConfigFile(env);
   if (fromFile) return { url: fromFile, from: `nats.url of ${configPath(env)}` };
   throw new NoHubConfiguredError();
+}
+
+/**
+ * The `nats` settings of a one-off command: where NATS is (see {@link locateNats}) and who to
+ * connect as: the embedded server's token for the `up` in this folder, else nats.auth, nats.tls
+ * and nats.inbox_prefix of the config file.
+ */
+export function commandNats(env: Env, explicitUrl?: string): Config["nats"] {
+  const { url, identity } = locateNats(env, explicitUrl);
+  const base = parseConfig("{}", {}, "defaults").nats;
+  return { ...base, ...(identity ?? natsIdentityOfConfigFile(env)), url };
 }
 
 export interface CommandIo {
@@ -104,7 +155,8 @@ export interface CommandIo {
 
 /**
  * Connects a one-off command to the hub without creating anything: the stream and buckets must
- * exist (HubNotFoundError otherwise). Reads no secrets: only where NATS is.
+ * exist (HubNotFoundError otherwise). Reads only the secrets of nats.auth and nats.tls: never the
+ * clients' secrets the rest of the config file names.
  */
 export async function connectForCommand(
   name: string,
@@ -112,9 +164,8 @@ export async function connectForCommand(
   io: CommandIo,
   explicitUrl?: string,
 ): Promise<HubConnection> {
-  const { url } = locateNats(env, explicitUrl);
   const base = parseConfig("{}", {}, "defaults");
-  const config: Config = { ...base, nats: { ...base.nats, url } };
+  const config: Config = { ...base, nats: commandNats(env, explicitUrl) };
   const logger = createLogger({ level: env.SWITCHYARD_LOG_LEVEL ?? "warn", service: name });
   return connectHub(config, logger, name, {
     createTopology: false,

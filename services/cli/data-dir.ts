@@ -4,7 +4,15 @@
  * NATS server it started, so CLI commands in the same folder talk to that server.
  */
 import { randomBytes } from "node:crypto";
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 
@@ -25,6 +33,11 @@ export interface HubRecord {
   readonly api_url?: string;
   /** healthz, readyz and metrics (config key `monitoring`). */
   readonly monitoring_url?: string;
+  /**
+   * The token of the embedded nats-server (loopback, generated at each start): commands run in
+   * this folder connect with it. hub.json is readable by its owner only.
+   */
+  readonly nats_token?: string;
   readonly started_at: string;
 }
 
@@ -224,7 +237,9 @@ export function lockDataDir(dir: string, now: () => Date = () => new Date()): Da
     dir,
     record(hub) {
       const record: HubRecord = { pid: process.pid, started_at: content.started_at, ...hub };
-      writeFileSync(hubPath, `${JSON.stringify(record, null, 2)}\n`);
+      // Owner only: it holds the embedded server's token. chmod covers a file an older hub made.
+      writeFileSync(hubPath, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+      chmodSync(hubPath, 0o600);
     },
     release() {
       rmSync(hubPath, { force: true });

@@ -17,6 +17,7 @@ const USAGE = `usage: switchyard <command> [--help]
 
   up                          run every service in one process (embedded nats-server if NATS_URL is unset)
   serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
+  setup                       create or update streams, buckets and consumers (the admin's NATS credential)
   token new <id> [--operator] print a new client (or operator) token once, and the hash for the config
   projector rebuild           recreate the job view from the event stream (refused while a projector runs)
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
@@ -32,9 +33,10 @@ const USAGE = `usage: switchyard <command> [--help]
   callbacks redeliver --where k=v... [--dry-run] [--yes]   redeliver in bulk, through the operator API
 
 Commands find the hub as 'up' does: NATS_URL, else the 'switchyard up' running in this folder
-(./.data/hub.json), else nats.url of the config file. They never create streams. The operator
-commands (jobs, callbacks failed, callbacks redeliver --where) use the operator API instead: --url,
-else SWITCHYARD_ADMIN_URL, else SWITCHYARD_URL, else the 'switchyard up' running in this folder.
+(./.data/hub.json), else nats.url of the config file, and connect with its nats.auth and nats.tls.
+Only setup creates streams. The operator commands (jobs, callbacks failed, callbacks redeliver
+--where) use the operator API instead: --url, else SWITCHYARD_ADMIN_URL, else SWITCHYARD_URL, else
+the 'switchyard up' running in this folder.
 environment: SWITCHYARD_CONFIG (default ./switchyard.yaml), NATS_URL, SWITCHYARD_LOG_LEVEL, NATS_SERVER_BIN,
   SWITCHYARD_URL or SWITCHYARD_ADMIN_URL, and SWITCHYARD_OPERATOR_TOKEN (the operator commands)`;
 
@@ -52,6 +54,10 @@ const SPECS = {
   serve: {
     usage: `usage: switchyard serve <${SERVICE_NAMES.join("|")}>\n\n  one service; needs a config file (SWITCHYARD_CONFIG)`,
     positionals: { min: 1, max: 1 },
+  },
+  setup: {
+    usage:
+      "usage: switchyard setup\n\n  creates or updates every stream, bucket and durable consumer with the config's NATS credential (the admin role), so services with nats.manage_topology: false can start (needs the config file)",
   },
   "token new": {
     usage:
@@ -252,6 +258,9 @@ async function run(name: CommandName, args: string[], parsed: ParsedArgs): Promi
       await (await import("./run-commands.ts")).serve(service, env);
       return -1;
     }
+    case "setup":
+      await (await import("./run-commands.ts")).setup(env);
+      return 0;
     case "token new":
       return tokenNew(positionals[0] as string, parsed.values.operator === true);
     case "projector rebuild":
@@ -352,6 +361,10 @@ const EXPLAINED = new Set([
   "rebuild_interrupted",
   "listen_failed",
   "store_outdated",
+  "nats_auth_refused",
+  "nats_tls_failed",
+  "nats_file_unreadable",
+  "topology_not_set_up",
 ]);
 
 if (import.meta.main) {

@@ -2,6 +2,8 @@
  * `switchyard up` and `switchyard serve <service>`: long-running processes. Signals: SIGINT and
  * SIGTERM stop gracefully; SIGHUP reloads the configuration (so does a change of the file).
  */
+import { randomBytes } from "node:crypto";
+import { chmodSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { systemClock } from "../../shared/clock/index.ts";
 import type { Config, ConfigIssue } from "../../shared/config/index.ts";
@@ -15,6 +17,7 @@ import {
   type RunningHub,
   SERVICE_NAMES,
   type ServiceName,
+  setupTopology,
   startServices,
 } from "../runtime/index.ts";
 import { type FileStamp, stampFiles, watchConfig } from "./config-watch.ts";
@@ -137,6 +140,17 @@ function demoBanner(
 }
 
 /**
+ * The embedded nats-server's config: its loopback clients need the token generated for this
+ * start. Owner-only, like hub.json; never on the command line (ps would show it).
+ */
+function writeEmbeddedNatsConfig(dataDir: string, token: string): string {
+  const path = resolve(dataDir, "nats.conf");
+  writeFileSync(path, `authorization { token: "${token}" }\n`, { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return path;
+}
+
+/**
  * `switchyard up`: every service in one process. Without NATS_URL it starts an embedded
  * nats-server with its store in ./.data/nats, after locking ./.data: a second `up` in the same
  * folder is refused (two hubs on one store lose accepted jobs), and the server dies with this
@@ -156,6 +170,7 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
   const dataDir = resolve(DATA_DIR);
   let lock: DataDirLock | undefined;
   let nats: ManagedNatsServer | undefined;
+  let natsToken: string | undefined;
   // OTEL_* (docs/operations.md, "Traces"): checked before anything starts.
   const tracing = await createTracing({ env, defaultServiceName: "switchyard", logger });
   const cleanUp = async () => {
@@ -168,10 +183,21 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
       lock = lockDataDir(dataDir);
       await stopOrphan(dataDir, logger);
       const storeDir = resolve(dataDir, "nats");
+      natsToken = randomBytes(24).toString("base64url");
       // Out of the terminal's process group: Ctrl-C reaches the hub only, which drains and
       // then stops the server (cleanUp); the parent-death signal still stops it if the hub dies.
-      nats = await startNatsServer({ storeDir, env, ownProcessGroup: true });
-      lock.record({ nats_url: nats.url, nats_pid: nats.pid, store_dir: storeDir });
+      nats = await startNatsServer({
+        storeDir,
+        env,
+        ownProcessGroup: true,
+        args: ["-c", writeEmbeddedNatsConfig(dataDir, natsToken)],
+      });
+      lock.record({
+        nats_url: nats.url,
+        nats_pid: nats.pid,
+        store_dir: storeDir,
+        nats_token: natsToken,
+      });
       logger.info({ url: nats.url, store: storeDir }, "embedded nats-server started");
       if (!nats.diesWithParent) {
         logger.warn(
@@ -183,7 +209,11 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
     const demo = config
       ? undefined
       : demoConfig(nats?.url ?? env.NATS_URL ?? "", Number(env.SWITCHYARD_PORT ?? 8080));
-    const effective = config ?? (demo as NonNullable<typeof demo>).config;
+    const configured = config ?? (demo as NonNullable<typeof demo>).config;
+    // The embedded server is ours: its token replaces whatever credential the file names.
+    const effective: Config = natsToken
+      ? { ...configured, nats: { ...configured.nats, auth: { token: natsToken } } }
+      : configured;
     const running = await startServices(SERVICE_NAMES, {
       config: effective,
       logger,
@@ -198,6 +228,7 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
         nats_url: nats.url,
         nats_pid: nats.pid,
         store_dir: nats.storeDir,
+        ...(natsToken ? { nats_token: natsToken } : {}),
         api_url: base,
         monitoring_url: running.monitoring.url,
       });
@@ -249,3 +280,10 @@ export async function serve(name: ServiceName, env: Env): Promise<void> {
 }
 
 export { SERVICE_NAMES, type ServiceName };
+
+/** `switchyard setup`: the admin's one-off creation of everything the services bind to. */
+export async function setup(env: Env): Promise<void> {
+  const config = (await loadConfig(env, true)) as Config;
+  const logger = createLogger({ level: logLevel(env, config), service: "setup" });
+  await setupTopology({ config, logger, clock: systemClock, ids: randomIds });
+}

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { connect } from "@nats-io/transport-node";
+import { identityOptions } from "../../shared/nats/index.ts";
 import {
   type CompileInput,
   type CompileOptions,
@@ -23,7 +24,7 @@ import {
   type WriteChunk,
   writeCompileOutput,
 } from "../../shared/tools/index.ts";
-import { locateNats } from "./connect.ts";
+import { commandNats } from "./connect.ts";
 import { exitWhenFlushed } from "./exit.ts";
 
 export interface ToolsIo {
@@ -249,15 +250,20 @@ async function publishCommand(args: string[], io: ToolsIo): Promise<number> {
     io.stderr(`${read.error}\n`);
     return 1;
   }
-  let url: string;
+  let nats: ReturnType<typeof commandNats>;
   try {
-    // The same server as every other command: NATS_URL, the `up` in this folder, the config file.
-    url = locateNats(io.env).url;
+    // The same server and credential as every other command: NATS_URL, the `up` in this folder,
+    // the config file.
+    nats = commandNats(io.env);
   } catch (err) {
     io.stderr(`${(err as Error).message}\n`);
     return 1;
   }
-  const nc = await connect({ servers: url, name: "switchyard-tools-publish" });
+  const nc = await connect({
+    servers: nats.url.split(","),
+    name: "switchyard-tools-publish",
+    ...identityOptions(nats),
+  });
   try {
     const store = await openToolSetStore(nc);
     const p = await store.publish(name, read.value);

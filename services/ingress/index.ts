@@ -24,6 +24,7 @@ import {
 } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
+import { redactUrl } from "../../shared/nats/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createIngressPlugins, type IngressLimits, type IngressPlugins } from "./app.ts";
@@ -191,7 +192,7 @@ function ingressLimits({ hub, config }: IngressDeps): IngressLimits {
     maxBodyBytes: deriveBodyLimit({
       configured: config.server.max_body_bytes,
       maxPayload: hub.nc.info?.max_payload ?? DEFAULT_MAX_BODY_BYTES * 2,
-      natsUrl: config.nats.url,
+      natsUrl: redactUrl(config.nats.url),
       metadata,
     }),
     metadata,

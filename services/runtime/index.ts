@@ -1,2 +1,3 @@
 export { demoConfig } from "./demo.ts";
 export { type RunningHub, SERVICE_NAMES, type ServiceName, startServices } from "./run.ts";
+export { setupTopology } from "./setup.ts";

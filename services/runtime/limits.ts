@@ -1,5 +1,6 @@
 import { type Config, ConfigError } from "../../shared/config/index.ts";
 import { answerCapOf } from "../../shared/executor-kinds/index.ts";
+import { redactUrl } from "../../shared/nats/index.ts";
 
 /** Bytes a job.done event adds to its output: envelope, ids, NATS headers, with room to spare. */
 const OUTPUT_ENVELOPE_BYTES = 4096;
@@ -17,7 +18,7 @@ export function checkAnswerCaps(config: Config, maxPayload: number): void {
       ? [
           {
             key: `routes[${i}].executor.${cap.field}`,
-            message: `is ${cap.bytes}, but the output is stored in one event that must fit the NATS max_payload of ${maxPayload} bytes at ${config.nats.url}: set it to at most ${ceiling}, or raise max_payload`,
+            message: `is ${cap.bytes}, but the output is stored in one event that must fit the NATS max_payload of ${maxPayload} bytes at ${redactUrl(config.nats.url)}: set it to at most ${ceiling}, or raise max_payload`,
           },
         ]
       : [];

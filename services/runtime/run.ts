@@ -10,7 +10,12 @@ import {
   type OperatorDirectory,
   parseDuration,
 } from "../../shared/config/index.ts";
-import { type ConnectWait, connectHub, type HubConnection } from "../../shared/hub/index.ts";
+import {
+  asTopologyNotSetUp,
+  type ConnectWait,
+  connectHub,
+  type HubConnection,
+} from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import { publishViewChanged } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
@@ -110,7 +115,7 @@ export async function startServices(
   } catch (err) {
     // A refused start (a limit, a busy port) leaves nothing running behind.
     await stopAll();
-    throw err;
+    throw asTopologyNotSetUp(err) ?? err;
   }
   const { ingress, monitoring } = parts;
   const reloader = createReloader({

@@ -20,6 +20,13 @@ export interface DurableOptions {
   readonly ackPolicy?: "explicit" | "all";
 }
 
+function differs(current: ConsumerConfig, wanted: Partial<ConsumerConfig>): boolean {
+  return Object.entries(wanted).some(
+    ([key, value]) =>
+      JSON.stringify(current[key as keyof ConsumerConfig] ?? null) !== JSON.stringify(value),
+  );
+}
+
 /**
  * Creates a durable pull consumer, or updates the mutable parts if it exists. The ack policy and
  * filter cannot change on an existing consumer; `switchyard migrate` recreates those that must.
@@ -42,7 +49,10 @@ export async function ensureDurable(jsm: JetStreamManager, options: DurableOptio
     ...mutable,
   };
   try {
-    await jsm.consumers.info(stream, options.name);
+    const info = await jsm.consumers.info(stream, options.name);
+    // Unchanged settings are not written: a service without consumer-management rights (NATS
+    // permissions, docs/security.md) then starts against the consumers `switchyard setup` made.
+    if (!differs(info.config, mutable)) return;
     await jsm.consumers.update(stream, options.name, mutable);
   } catch (err) {
     if (!isJsError(err, "consumerNotFound")) throw err;

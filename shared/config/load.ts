@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { semanticIssues } from "./checks.ts";
+import { natsIssues } from "./nats-checks.ts";
 import { operationsIssues } from "./operations.ts";
 import { type ConfigIssue, schemaIssues as issuesOfError, pointerToKey } from "./schema-issues.ts";
 
@@ -212,6 +213,7 @@ export function parseConfig(
   try {
     issues.push(...semanticIssues(withDefaults as Config, clean));
     issues.push(...operationsIssues(withDefaults as Config));
+    issues.push(...natsIssues(withDefaults as Config, clean));
   } catch {
     // A shape the schema already refused; its issues are listed.
   }

@@ -139,6 +139,38 @@ const RouteConfig = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * How a service proves itself to NATS: exactly one of user and password, token, nkey_seed or
+ * creds_file. Secrets come from `${file:PATH}` or `${ENV}`, never from the file itself.
+ */
+const NatsAuthConfig = Type.Object(
+  {
+    user: Type.Optional(Type.String({ minLength: 1 })),
+    password: Type.Optional(Type.String({ minLength: 1 })),
+    token: Type.Optional(Type.String({ minLength: 1 })),
+    nkey_seed: Type.Optional(
+      Type.String({ minLength: 1, description: "An NKey user seed (SU…)." }),
+    ),
+    creds_file: Type.Optional(
+      Type.String({ minLength: 1, description: "Path of a .creds file (user JWT and seed)." }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** TLS to NATS: the CA that signed the server, and a client certificate for mTLS. */
+const NatsTlsConfig = Type.Object(
+  {
+    ca_file: Type.Optional(Type.String({ minLength: 1 })),
+    cert_file: Type.Optional(Type.String({ minLength: 1 })),
+    key_file: Type.Optional(Type.String({ minLength: 1 })),
+    server_name: Type.Optional(
+      Type.String({ minLength: 1, description: "Name the server certificate must carry." }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const ConfigSchema = Type.Object(
   {
     server: Type.Object(
@@ -224,6 +256,20 @@ export const ConfigSchema = Type.Object(
           "60s",
           "How long start-up retries an unreachable NATS before it exits non-zero.",
         ),
+        auth: Type.Optional(NatsAuthConfig),
+        tls: Type.Optional(NatsTlsConfig),
+        manage_topology: Type.Boolean({
+          default: true,
+          description:
+            "Create and update streams, buckets and consumers at start (the admin role); false: they must exist (switchyard setup made them).",
+        }),
+        inbox_prefix: Type.Optional(
+          Type.String({
+            pattern: "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$",
+            description:
+              "Subject prefix of this connection's reply inboxes (default _INBOX); one per NATS user keeps replies private.",
+          }),
+        ),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -277,3 +323,5 @@ export type ClientConfig = Omit<ClientEntry, "token_sha256" | "callback_secrets"
 export type RouteConfig = Static<typeof RouteConfig>;
 export type JwtConfig = Static<typeof JwtConfig>;
 export type CallbacksConfig = Static<typeof CallbacksConfig>;
+export type NatsAuthConfig = Static<typeof NatsAuthConfig>;
+export type NatsTlsConfig = Static<typeof NatsTlsConfig>;

@@ -18,7 +18,8 @@ import {
 import { type Config, parseDuration } from "../config/index.ts";
 import { createEventLayout, type EventLayout, type JobRef } from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
-import { coalesceWrites } from "../nats/index.ts";
+import { coalesceWrites, identityOptions, redactUrl } from "../nats/index.ts";
+import { refusalOf, unreadableFile } from "./refusals.ts";
 
 /** Everything a service needs from NATS, connected and with the topology in place. */
 export interface HubConnection {
@@ -64,7 +65,7 @@ export class HubNotFoundError extends Error {
   readonly code = "hub_not_found";
   constructor(url: string, missing: string) {
     super(
-      `no Switchyard hub at ${url}: ${missing} does not exist. Nothing was created. Start the hub (switchyard up or serve) against this server first, or point NATS_URL at the hub's server.`,
+      `no Switchyard hub at ${url}: ${missing} does not exist. Nothing was created. Create it with switchyard setup (the admin credential), or start the hub (switchyard up or serve) against this server first, or point NATS_URL at the hub's server.`,
     );
     this.name = "HubNotFoundError";
   }
@@ -80,7 +81,10 @@ export interface ConnectWait {
 }
 
 export interface ConnectOptions {
-  /** Create or update the stream and buckets (services); false: they must exist (CLI commands). */
+  /**
+   * Create or update the stream and buckets; false: they must exist (CLI commands). Default:
+   * nats.manage_topology.
+   */
   readonly createTopology?: boolean;
   /**
    * For commands that open an existing hub: take the partition count from the store (sy_meta)
@@ -99,14 +103,17 @@ const RETRY_STEPS_MS = [250, 1_000, 2_000, 5_000];
  * hang. Later disconnects reconnect forever (the services answer 503 meanwhile).
  */
 async function connectFirst(config: Config, name: string, options: ConnectOptions) {
-  const url = config.nats.url;
+  const url = redactUrl(config.nats.url);
+  const servers = config.nats.url.split(",");
+  const unreadable = unreadableFile(config.nats);
+  if (unreadable) throw unreadable;
   const budgetMs = parseDuration(config.nats.connect_timeout);
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     const leftMs = budgetMs - (Date.now() - started);
     try {
       return await connect({
-        servers: url.split(","),
+        servers,
         name: `switchyard-${name}`,
         maxReconnectAttempts: -1,
         reconnectTimeWait: 250,
@@ -115,8 +122,11 @@ async function connectFirst(config: Config, name: string, options: ConnectOption
         // nats.js otherwise builds an Error (with a stack) for every request, to point async
         // failures at their caller: 3–9% of CPU in the hot services (bench profiles).
         noAsyncTraces: true,
+        ...identityOptions(config.nats),
       });
     } catch (err) {
+      const refusal = refusalOf(err, config.nats, url);
+      if (refusal) throw refusal;
       const reason = (err as Error).message || String(err);
       const givesUpInMs = budgetMs - (Date.now() - started);
       if (givesUpInMs <= 0) throw new NatsUnreachableError(url, Date.now() - started, reason);
@@ -196,9 +206,10 @@ export async function connectHub(
   })();
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const opened = await (options.createTopology === false
+  const manage = options.createTopology ?? config.nats.manage_topology;
+  const opened = await (!manage
     ? openTopology(nc, jsm, {
-        url: config.nats.url,
+        url: redactUrl(config.nats.url),
         partitions: config.nats.partitions,
         fromStore: options.partitionsFromStore === true,
       })

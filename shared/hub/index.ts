@@ -6,3 +6,10 @@ export {
   HubNotFoundError,
   NatsUnreachableError,
 } from "./connection.ts";
+export {
+  asTopologyNotSetUp,
+  NatsAuthRefusedError,
+  NatsFileError,
+  NatsTlsError,
+  TopologyNotSetUpError,
+} from "./refusals.ts";

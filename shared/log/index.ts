@@ -20,6 +20,11 @@ export const REDACT_PATHS = [
   "*.secrets",
   "callback_secrets",
   "*.callback_secrets",
+  // NATS credentials, should nats.auth ever be logged (nothing does).
+  "password",
+  "*.password",
+  "nkey_seed",
+  "*.nkey_seed",
 ];
 
 export interface LoggerOptions {

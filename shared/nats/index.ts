@@ -1,3 +1,4 @@
+export * from "./auth.ts";
 export * from "./coalesce.ts";
 export * from "./headers.ts";
 export * from "./server.ts";

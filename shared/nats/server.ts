@@ -54,6 +54,12 @@ export interface NatsServerOptions {
   /** Port; 0 or undefined picks a free one (the server chooses and reports it). */
   readonly port?: number;
   readonly host?: string;
+  /**
+   * The config file (in args, `-c`) enables JetStream with this store_dir itself: no `-js -sd`
+   * flags, which nats-server 2.9 would count twice. A file that is reloaded must do so: on a reload
+   * 2.9.10 shuts JetStream down when the file does not enable it.
+   */
+  readonly jetstreamInConfig?: boolean;
   /** Extra command-line arguments (cluster routes, server name, ...). */
   readonly args?: readonly string[];
   /** How long to wait for the server to accept clients. */
@@ -105,20 +111,20 @@ export async function startNatsServer(options: NatsServerOptions): Promise<Manag
     host,
     "-p",
     String(options.port && options.port > 0 ? options.port : -1),
-    "-js",
-    "-sd",
-    options.storeDir,
+    ...(options.jetstreamInConfig ? [] : ["-js", "-sd", options.storeDir]),
     ...(options.args ?? []),
   ];
   // Bun spawns from its main thread, which lives as long as the process: the parent-death signal
   // fires exactly when this process ends.
   const setpriv = options.dieWithParent === false ? undefined : findSetpriv(options.env);
   const command = setpriv ? [setpriv, "--pdeathsig", "TERM", binary, ...args] : [binary, ...args];
+  // The server's config may reference `$VAR` secrets (deploy/nats/permissions.conf): env feeds them.
   const child = Bun.spawn(command, {
     stdout: "pipe",
     stderr: "pipe",
     stdin: "ignore",
     detached: options.ownProcessGroup === true,
+    env: { ...options.env },
   });
   let log = "";
   let resolvePort: (port: number) => void = () => {};

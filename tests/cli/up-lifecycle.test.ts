@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { processAlive } from "../../services/cli/data-dir.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -32,7 +33,7 @@ interface Up {
   readonly proc: ReturnType<typeof Bun.spawn>;
   readonly base: string;
   readonly token: string;
-  readonly hub: { pid: number; nats_pid: number; nats_url: string };
+  readonly hub: { pid: number; nats_pid: number; nats_url: string; nats_token?: string };
 }
 
 async function startUp(dir: string): Promise<Up> {
@@ -126,6 +127,25 @@ describe("CLI commands use the same server as up, and create nothing", () => {
     expect(rebuild.code).toBe(1);
     expect(rebuild.stderr).toContain("a projector is running");
     expect((await run(up, "after-refused-rebuild")).status).toBe(202);
+    up.proc.kill("SIGTERM");
+    await up.proc.exited;
+  });
+
+  test("the embedded nats-server wants the token of the owner-only hub.json", async () => {
+    const dir = await folder();
+    const up = await startUp(dir);
+    expect((await stat(join(dir, ".data/hub.json"))).mode & 0o777).toBe(0o600);
+    const token = up.hub.nats_token ?? "";
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    const refused = await connect({ servers: up.hub.nats_url, timeout: 2_000 }).catch(
+      (e: Error) => e,
+    );
+    expect(String(refused)).toContain("Authorization Violation");
+    const nc = await connect({ servers: up.hub.nats_url, token });
+    await nc.close();
+    const events = await cli(dir, ["events", "--limit", "1"]);
+    expect(events.code).toBe(0);
+    expect(events.stdout + events.stderr).not.toContain(token);
     up.proc.kill("SIGTERM");
     await up.proc.exited;
   });

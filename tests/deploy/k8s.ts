@@ -3,6 +3,7 @@ import { delimiter, join, relative } from "node:path";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
+import { Job } from "kubernetes-models/batch/v1/Job";
 import { Ingress } from "kubernetes-models/networking.k8s.io/v1/Ingress";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
@@ -81,6 +82,7 @@ type Validator = (obj: unknown) => void;
 const VALIDATORS: Record<string, Validator> = {
   "apps/v1/Deployment": (o) => new Deployment(o as Deployment).validate(),
   "apps/v1/StatefulSet": (o) => new StatefulSet(o as StatefulSet).validate(),
+  "batch/v1/Job": (o) => new Job(o as Job).validate(),
   "autoscaling/v2/HorizontalPodAutoscaler": (o) =>
     new HorizontalPodAutoscaler(o as HorizontalPodAutoscaler).validate(),
   "networking.k8s.io/v1/Ingress": (o) => new Ingress(o as Ingress).validate(),

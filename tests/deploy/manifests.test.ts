@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
 import type { IStatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
+import type { IJob } from "kubernetes-models/batch/v1/Job";
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import { parse } from "yaml";
@@ -159,10 +160,18 @@ describe.each(OVERLAYS)("kustomize render of %s", (overlay) => {
     for (const w of [
       ...byKind<IDeployment>(objects, "Deployment"),
       ...byKind<IStatefulSet>(objects, "StatefulSet"),
+      ...byKind<IJob>(objects, "Job"),
     ]) {
       const spec = w.spec?.template.spec;
       for (const v of spec?.volumes ?? []) {
         if (v.configMap) expect(configMaps.has(v.configMap.name ?? "")).toBe(true);
+        for (const source of v.projected?.sources ?? []) {
+          expect(configMaps.has(source.configMap?.name ?? "")).toBe(true);
+        }
+        // Certificates come from cert-manager; the NATS users Secret is made out of band (dev ships one).
+        if (v.secret && !v.secret.optional && overlay === "overlays/dev") {
+          expect(secrets.has(v.secret.secretName ?? "")).toBe(true);
+        }
       }
       for (const c of spec?.containers ?? []) {
         for (const ref of c.envFrom ?? []) {
@@ -359,30 +368,41 @@ describe("overlays", () => {
     }
   });
 
-  test("Secrets: no Secret in base or prod; the example holds placeholders only; dev uses its keys", () => {
+  test("Secrets: no Secret in base or prod; the examples hold placeholders only; dev uses their keys", () => {
     expect(byKind(render("base"), "Secret")).toEqual([]);
     expect(byKind(render("overlays/prod"), "Secret")).toEqual([]);
     const devSecrets = byKind<ISecret>(render("overlays/dev"), "Secret");
-    expect(devSecrets.length).toBe(1);
-    const example = parseYamlDocs(
-      readText(join(K8S, "base/secret.example.yaml")),
-      "secret.example.yaml",
-    )[0] as ISecret;
+    expect(devSecrets.map((d) => d.metadata?.name).sort()).toEqual([
+      "switchyard-nats-users",
+      "switchyard-secrets",
+    ]);
     const placeholder = /REPLACE_ME/;
-    for (const s of [...devSecrets, example]) {
-      expect(s.metadata?.name).toBe("switchyard-secrets");
-      expect(s.data).toBeUndefined();
-      expect(Object.values(s.stringData ?? {}).length).toBeGreaterThan(0);
+    for (const [file, name] of [
+      ["base/secret.example.yaml", "switchyard-secrets"],
+      ["base/nats-users.secret.example.yaml", "switchyard-nats-users"],
+    ] as const) {
+      const example = parseYamlDocs(readText(join(K8S, file)), file)[0] as ISecret;
+      const dev = devSecrets.find((d) => d.metadata?.name === name);
+      for (const s of [dev, example]) {
+        expect(s?.metadata?.name).toBe(name);
+        expect(s?.data).toBeUndefined();
+        expect(Object.values(s?.stringData ?? {}).length).toBeGreaterThan(0);
+      }
+      // The example is placeholders only; dev holds well-known throwaway values so it starts as is.
+      for (const v of Object.values(example.stringData ?? {})) expect(v).toMatch(placeholder);
+      for (const key of Object.keys(dev?.stringData ?? {})) {
+        expect(Object.keys(example.stringData ?? {})).toContain(key);
+      }
     }
-    // The example is placeholders only; dev holds well-known throwaway values so it starts as is.
-    for (const v of Object.values(example.stringData ?? {})) expect(v).toMatch(placeholder);
-    for (const key of Object.keys(devSecrets[0]?.stringData ?? {})) {
-      expect(Object.keys(example.stringData ?? {})).toContain(key);
-    }
-    // And the config that goes into ConfigMaps holds no secret values, only ${ENV} references.
+    // And the config that goes into ConfigMaps holds no secret values, only ${ENV} and
+    // ${file:…} references (the NATS password is a mounted file).
     for (const overlay of OVERLAYS) {
-      const text = JSON.stringify(configOf(render(overlay)));
-      expect(text).not.toMatch(/whsec_|password|REPLACE_ME/i);
+      const config = configOf(render(overlay));
+      const text = JSON.stringify(config).replace(/\$\{[^}]*\}/g, "");
+      expect(text).not.toMatch(/whsec_|REPLACE_ME/i);
+      const nats = isRecord(config.nats) ? config.nats : {};
+      const auth = isRecord(nats.auth) ? nats.auth : {};
+      expect(auth.password).toBe(`$\{file:/etc/switchyard-nats/password}`);
     }
   });
 });

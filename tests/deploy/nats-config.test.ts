@@ -1,8 +1,11 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IStatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { findNatsServerBinary } from "../../shared/nats/index.ts";
+import { makeTestPki, type TestPki } from "../helpers/tls.ts";
 import { byKind, K8S, named, OVERLAYS, readText, render } from "./k8s.ts";
 
 // The NATS config files are checked by nats-server itself (`-t`: parse and exit, binds nothing).
@@ -24,36 +27,95 @@ function seconds(conf: string, key: string): number {
   return Number(m[1]);
 }
 
+let pki: TestPki;
+let dir: string;
+beforeAll(async () => {
+  pki = await makeTestPki();
+  dir = await mkdtemp(join(tmpdir(), "switchyard-nats-conf-"));
+  // The certificate Secrets as the StatefulSet mounts them (ca.crt, tls.crt, tls.key).
+  for (const sub of ["nats-tls", "nats-routes-tls"]) {
+    await mkdir(join(dir, sub));
+    await copyFile(pki.caFile, join(dir, sub, "ca.crt"));
+    await copyFile(pki.serverCert, join(dir, sub, "tls.crt"));
+    await copyFile(pki.serverKey, join(dir, sub, "tls.key"));
+  }
+  await copyFile(join(K8S, "base/permissions.conf"), join(dir, "permissions.conf"));
+});
+afterAll(async () => {
+  await pki?.remove();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** The passwords permissions.conf reads from the environment (the switchyard-nats-users Secret). */
+const PASSWORDS = Object.fromEntries(
+  ["ADMIN", "INGRESS", "PROJECTOR", "INDEXER", "EXECUTOR", "CALLBACK", "WORKER", "AUDITOR"].map(
+    (r) => [`SY_${r}_PASSWORD`, `pw-${r}`],
+  ),
+);
+
+/** `nats-server -t` of a config laid out as in the pod: permissions.conf beside it, the certificates. */
+async function natsCheck(text: string) {
+  const path = join(dir, `check-${Math.random().toString(36).slice(2)}.conf`);
+  await Bun.write(
+    path,
+    text
+      .replaceAll("/etc/nats-tls/", `${join(dir, "nats-tls")}/`)
+      .replaceAll("/etc/nats-routes-tls/", `${join(dir, "nats-routes-tls")}/`),
+  );
+  const run = Bun.spawnSync([findNatsServerBinary(process.env), "-t", "-c", path], {
+    env: { ...process.env, SERVER_NAME: "nats-0", ...PASSWORDS },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  return { code: run.exitCode, out: `${run.stdout.toString()}${run.stderr.toString()}` };
+}
+
 describe("nats-server config files", () => {
   test.each(["base/nats.conf", "overlays/dev/nats.conf"])(
     "%s is accepted by nats-server -t",
-    (file) => {
-      const run = Bun.spawnSync([findNatsServerBinary(process.env), "-t", "-c", join(K8S, file)], {
-        env: { ...process.env, SERVER_NAME: "nats-0" },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const out = `${run.stdout.toString()}${run.stderr.toString()}`;
+    async (file) => {
+      const { code, out } = await natsCheck(readText(join(K8S, file)));
       expect(out).toContain("is valid");
-      expect(run.exitCode).toBe(0);
+      expect(code).toBe(0);
     },
   );
 
   test("nats-server -t does reject an unknown option (the check above can fail)", async () => {
-    const path = join(import.meta.dir, `.bad-${process.pid}.conf`);
-    await Bun.write(path, `${readText(join(K8S, "base/nats.conf"))}\nno_such_option: 1\n`);
-    try {
-      const run = Bun.spawnSync([findNatsServerBinary(process.env), "-t", "-c", path], {
-        env: { ...process.env, SERVER_NAME: "nats-0" },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      expect(run.exitCode).not.toBe(0);
-      expect(run.stderr.toString()).toContain("no_such_option");
-    } finally {
-      await Bun.file(path).delete();
-    }
+    const { code, out } = await natsCheck(
+      `${readText(join(K8S, "base/nats.conf"))}\nno_such_option: 1\n`,
+    );
+    expect(code).not.toBe(0);
+    expect(out).toContain("no_such_option");
   });
+
+  test("the users and permissions shipped to Kubernetes are deploy/nats/permissions.conf", () => {
+    expect(readText(join(K8S, "base/permissions.conf"))).toBe(
+      readText(join(K8S, "../nats/permissions.conf")),
+    );
+  });
+
+  test.each(OVERLAYS)(
+    "%s: NATS wants a user; mTLS for clients and routes except in dev",
+    (overlay) => {
+      const conf = natsConf(overlay);
+      expect(conf).toMatch(/^include \.\/permissions\.conf$/m);
+      const permissions = byKind<IConfigMap>(render(overlay), "ConfigMap").find((c) =>
+        c.metadata?.name?.startsWith("nats-permissions-"),
+      );
+      expect(permissions?.data?.["permissions.conf"]).toBe(
+        readText(join(K8S, "../nats/permissions.conf")),
+      );
+      const blocks = [...conf.matchAll(/tls \{([^}]*)\}/g)].map((m) => m[1] ?? "");
+      if (overlay === "overlays/dev") {
+        expect(blocks).toEqual([]);
+        return;
+      }
+      expect(blocks.length).toBe(2);
+      for (const block of blocks) expect(block).toMatch(/verify: true/);
+      // The cluster block holds the routes' TLS.
+      expect(/cluster \{[\s\S]*tls \{[\s\S]*routes-tls/.test(conf)).toBe(true);
+    },
+  );
 
   test.each(OVERLAYS)(
     "%s: routes, ports, paths and lame duck agree with the StatefulSet",

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type ConnectionOptions, connect, type NatsConnection } from "@nats-io/transport-node";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
 import { waitFor } from "./wait.ts";
 
@@ -22,6 +22,16 @@ export interface TestNats extends AsyncDisposable {
 
 export interface StartNatsOptions {
   readonly args?: readonly string[];
+  /** The helper connection's identity when the server requires one (user, tls, …). */
+  readonly connect?: Partial<ConnectionOptions>;
+  /**
+   * The store directory (removed by stop()); default a new temporary one. With jetstreamInConfig
+   * the config file (args `-c`) names it and enables JetStream (a file that is reloaded must).
+   */
+  readonly storeDir?: string;
+  readonly jetstreamInConfig?: boolean;
+  /** The server's environment (secrets its config references as `$VAR`); default process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -29,14 +39,22 @@ export interface StartNatsOptions {
  * directory. Never uses the machine's shared server on 4222. Use with `await using`.
  */
 export async function startNats(options: StartNatsOptions = {}): Promise<TestNats> {
-  const storeDir = await mkdtemp(join(tmpdir(), "switchyard-nats-"));
-  let server = await startNatsServer({ storeDir, args: options.args ?? [], env: process.env });
+  const storeDir = options.storeDir ?? (await mkdtemp(join(tmpdir(), "switchyard-nats-")));
+  const env = options.env ?? process.env;
+  const jetstreamInConfig = options.jetstreamInConfig ?? false;
+  let server = await startNatsServer({
+    storeDir,
+    args: options.args ?? [],
+    env,
+    jetstreamInConfig,
+  });
   const port = server.port;
   const nc = await connect({
     servers: server.url,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 100,
     name: "test-helper",
+    ...options.connect,
   });
   let reconnects = 0;
   void (async () => {
@@ -63,7 +81,8 @@ export async function startNats(options: StartNatsOptions = {}): Promise<TestNat
         storeDir,
         port,
         args: options.args ?? [],
-        env: process.env,
+        env,
+        jetstreamInConfig,
       });
       // Requests written before the client notices the old socket died are lost; wait for the
       // helper's own connection to come back so tests start from a known state.
