@@ -1,11 +1,4 @@
-import { Kvm } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  AUDIT_SUBJECT_ROOT,
-  EVENT_SUBJECT_ROOT,
-  readStorePartitions,
-  TOPOLOGY,
-} from "../bus/index.ts";
+import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT, TOPOLOGY } from "../bus/index.ts";
 import type { EventStreamKind } from "../domain/index.ts";
 import { partitionOf } from "./partition.ts";
 import type { JobRef } from "./subjects.ts";
@@ -189,13 +182,3 @@ export function createEventLayout(partitions: number): EventLayout {
 
 /** The layout of a single-partition hub (every store written before partitions). */
 export const SINGLE_PARTITION_LAYOUT: EventLayout = SINGLE;
-
-/**
- * The layout of the hub a connection reaches, from the partition count its store recorded in
- * sy_meta (none: a single partition). For processes that join a hub without its config: workers,
- * auditors.
- */
-export async function readEventLayout(nc: NatsConnection): Promise<EventLayout> {
-  const meta = await new Kvm(nc).open(TOPOLOGY.metaBucket);
-  return createEventLayout((await readStorePartitions(meta)) ?? 1);
-}

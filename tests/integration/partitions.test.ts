@@ -14,6 +14,7 @@ import { parseConfig } from "../../shared/config/index.ts";
 import { connectHub } from "../../shared/hub/index.ts";
 import { createEventLayout } from "../../shared/jobs/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
+import { createWorker, type Worker } from "../../shared/worker/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -56,6 +57,8 @@ routes:
     executor: { kind: builtin, name: echo }
   - key: demo.long
     executor: { kind: builtin, name: sleep, sleep_ms: 30000 }
+  - key: demo.worker
+    executor: { kind: nats }
 callbacks: { allow_cidrs: ["127.0.0.1/32"], retry_schedule: ["100ms"], jitter: 0, timeout: 2s }
 operators:
   - { id: alice, token_sha256: ["${hashToken(ALICE)}"], role: operator, read_payloads: true }
@@ -63,6 +66,7 @@ audit: { checkpoint_interval: 1h, signing_key_pem: ${JSON.stringify(await export
 `;
 
 let hub: TestHub;
+let worker: Worker;
 
 beforeAll(async () => {
   hub = await startHub({
@@ -72,8 +76,15 @@ beforeAll(async () => {
     yaml: ROUTES,
     natsOptions: { partitions: P },
   });
+  worker = createWorker({
+    nc: hub.nats.nc,
+    route: "demo.worker",
+    handler: async (task) => task.input.toUpperCase(),
+  });
+  await worker.start();
 });
 afterAll(async () => {
+  await worker?.stop();
   await hub?.stop();
   receiver.stop(true);
 });
@@ -145,6 +156,26 @@ describe("a hub of 4 partitions", () => {
       ACME,
     );
     expect(((await again.json()) as { job_id: string }).job_id).toBe(ids[7] as string);
+  });
+
+  test("a NATS worker writes the status of jobs of every partition (the task says the count)", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const res = await hub.run(
+        { request_id: `w-${i}`, route: "demo.worker", input: `in${i}` },
+        ACME,
+      );
+      expect(res.status).toBe(202);
+      ids.push(((await res.json()) as { job_id: string }).job_id);
+    }
+    const layout = createEventLayout(P);
+    expect(new Set(ids.map((id) => layout.partitionOf({ job_id: id }))).size).toBeGreaterThan(1);
+    for (const id of ids) {
+      await waitFor(`${id} done by the worker`, async () => {
+        const res = await hub.request(`/jobs/${id}`, { token: ACME });
+        return ((await res.json()) as { status: string }).status === "done";
+      });
+    }
   });
 
   test("cancel and the operator's retry find the job's partition from its id", async () => {
@@ -219,8 +250,8 @@ describe("a hub of 4 partitions", () => {
             },
         );
       const runs = lines.filter((l) => l.event.type === "run.requested");
-      // 40 runs, the one cancelled and the operator's retry of it.
-      expect(runs.length).toBe(42);
+      // 40 runs, 12 for the worker, the one cancelled and the operator's retry of it.
+      expect(runs.length).toBe(54);
       expect(new Set(lines.map((l) => l.partition))).toEqual(new Set([0, 1, 2, 3]));
       // Merged by the server's receive time.
       const times = lines.map((l) => l.time);
