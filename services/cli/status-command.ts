@@ -60,7 +60,7 @@ export async function runStatusCommand(hub: HubConnection, io: CommandIo): Promi
 
 /**
  * One line per partition: its stream, the stream's leader (on a cluster), the projector's lag on
- * it, and the search index's lag (single-partition hubs index).
+ * it; then the search index's lag over every partition.
  */
 async function partitionLines(hub: HubConnection): Promise<string[]> {
   const lines = [`partitions: ${hub.layout.partitions} (fixed when the store was created)`];
@@ -70,15 +70,20 @@ async function partitionLines(hub: HubConnection): Promise<string[]> {
     const projector = await hub.jsm.consumers
       .info(stream, TOPOLOGY.consumers.projector)
       .catch(() => null);
-    const leader = info?.cluster?.leader ?? (info ? "this server" : "stream missing");
+    // A single server (no cluster) reports no leader: it is the stream's only node.
+    const leader = info?.cluster?.leader ?? (info ? "standalone" : "missing");
     const lag = projector
       ? `${projector.num_pending + projector.num_ack_pending} events`
       : "no projector consumer yet";
     lines.push(`  partition ${p}: stream ${stream} leader=${leader} projector lag: ${lag}`);
   }
-  const index = await hub.jsm.consumers.info(hub.layout.stream(0), "index").catch(() => null);
+  let indexLag: number | undefined;
+  for (const stream of hub.layout.streams()) {
+    const index = await hub.jsm.consumers.info(stream, "index").catch(() => null);
+    if (index) indexLag = (indexLag ?? 0) + index.num_pending + index.num_ack_pending;
+  }
   lines.push(
-    `index lag: ${index ? `${index.num_pending + index.num_ack_pending} events (search index, consumer "index")` : "no index consumer yet (the projector service runs the indexer)"}`,
+    `index lag: ${indexLag === undefined ? "no index consumer yet (the projector service runs the indexer)" : `${indexLag} events (search index, consumer "index"${hub.layout.partitions > 1 ? " of every partition" : ""})`}`,
   );
   return lines;
 }

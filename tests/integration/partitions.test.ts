@@ -236,6 +236,17 @@ describe("a hub of 4 partitions", () => {
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain("--partition takes a partition from 0 to 3");
 
+      const status = await cli(["status"]);
+      expect(status.code).toBe(0);
+      expect(status.stdout).toContain("partitions: 4");
+      for (let p = 0; p < P; p++) {
+        expect(status.stdout).toMatch(
+          new RegExp(
+            `partition ${p}: stream SWITCHYARD_EVENTS_P${p} leader=\\S+ projector lag: \\d+ events`,
+          ),
+        );
+      }
+
       const events = await cli(["events"]);
       expect(events.code).toBe(0);
       const lines = events.stdout
