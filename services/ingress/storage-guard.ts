@@ -44,6 +44,7 @@ export function createStorageGuard(deps: {
 }): StorageGuard {
   if (deps.maxBytes <= 0) return { admits: async () => true, done: () => {} };
   const reserve = Math.ceil(deps.maxBytes * EVENTS_RESERVE_FRACTION);
+  const partitioned = deps.layout.partitions > 1;
   const runsLimit = deps.maxBytes - reserve;
   let state: StreamState | undefined;
   let latestSeq = 0;
@@ -95,7 +96,9 @@ export function createStorageGuard(deps: {
     },
     done(runBytes, seq) {
       storing = Math.max(0, storing - runBytes);
-      if (seq !== undefined && seq > latestSeq) latestSeq = seq;
+      // Sequences of different partitions' streams do not compare: with several, the estimate
+      // grows by the runs in flight only, and each read refreshes it.
+      if (seq !== undefined && seq > latestSeq && !partitioned) latestSeq = seq;
     },
   };
 }
