@@ -35,13 +35,17 @@ export { ProjectorRunningError, RebuildInterruptedError };
  * requests waiting on it (num_waiting) or holds unacknowledged messages. Sampled a few times,
  * because a consumer renews its pull requests and may have none at one instant.
  */
-async function refuseIfProjectorRuns(deps: RebuildDeps, durable: string): Promise<void> {
+async function refuseIfProjectorRuns(
+  deps: RebuildDeps,
+  on: { readonly stream: string; readonly durable: string },
+): Promise<void> {
+  const { stream, durable } = on;
   const samples = 4;
   const gapMs = (deps.probeMs ?? 1_500) / samples;
   for (let i = 0; i < samples; i++) {
     let info: Awaited<ReturnType<JetStreamManager["consumers"]["info"]>>;
     try {
-      info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
+      info = await deps.jsm.consumers.info(stream, durable);
     } catch (err) {
       if (isJsError(err, "consumerNotFound")) return;
       throw err;
@@ -62,45 +66,43 @@ async function refuseIfProjectorRuns(deps: RebuildDeps, durable: string): Promis
  * every view, replays the stream through a projector of its own until nothing is pending, and
  * releases the lease, leaving the durable at the head for the replica that takes over. Standby
  * replicas stay standby throughout; losing the lease half way stops with
- * {@link RebuildInterruptedError}.
+ * {@link RebuildInterruptedError}. A hub of several partitions is rebuilt one partition at a
+ * time, each under its own lease (`projector.p<p>`).
  */
-/** The rebuild replays the single-partition layout (stream, durable, bucket, lease) only. */
-export class PartitionedRebuildError extends Error {
-  readonly code = "rebuild_partitioned";
-  constructor(readonly partitions: number) {
-    super(
-      `projector rebuild works on a single-partition hub; this store has ${partitions} (nats.partitions)`,
-    );
-    this.name = "PartitionedRebuildError";
-  }
-}
-
 export async function rebuildProjection(
   deps: RebuildDeps,
 ): Promise<{ events: number; jobs: number }> {
-  if (deps.layout.partitions > 1) throw new PartitionedRebuildError(deps.layout.partitions);
-  const lease = await takeProjectorLease(deps);
-  try {
-    await deps.onStep?.("lease_taken");
-    return await rebuildUnderLease(deps, lease);
-  } finally {
-    await lease.release();
+  const total = { events: 0, jobs: 0 };
+  // Partition after partition, each under its own projector lease.
+  for (let partition = 0; partition < deps.layout.partitions; partition++) {
+    const lease = await takeProjectorLease({ ...deps, partition });
+    try {
+      await deps.onStep?.("lease_taken");
+      const done = await rebuildUnderLease(deps, { lease, partition });
+      total.events += done.events;
+      total.jobs += done.jobs;
+    } finally {
+      await lease.release();
+    }
   }
+  return total;
 }
 
 async function rebuildUnderLease(
   deps: RebuildDeps,
-  lease: RebuildLease,
+  held: { readonly lease: RebuildLease; readonly partition: number },
 ): Promise<{ events: number; jobs: number }> {
+  const { lease, partition } = held;
   const durable = TOPOLOGY.consumers.projector;
-  await refuseIfProjectorRuns(deps, durable);
+  const stream = deps.layout.stream(partition);
+  await refuseIfProjectorRuns(deps, { stream, durable });
   lease.check();
   try {
-    await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, durable);
+    await deps.jsm.consumers.delete(stream, durable);
   } catch (err) {
     if (!isJsError(err, "consumerNotFound")) throw err;
   }
-  const kv = await new Kvm(deps.nc).open(TOPOLOGY.jobsBucket);
+  const kv = await new Kvm(deps.nc).open(deps.layout.viewBucket(partition));
   const keys: string[] = [];
   for await (const key of await kv.keys()) keys.push(key);
   for (const key of keys) {
@@ -112,6 +114,7 @@ async function rebuildUnderLease(
     js: deps.js,
     jsm: deps.jsm,
     layout: deps.layout,
+    partition,
     kv,
     logger: deps.logger,
     lease: lease.fence,
@@ -121,7 +124,7 @@ async function rebuildUnderLease(
   try {
     for (;;) {
       lease.check();
-      const info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
+      const info = await deps.jsm.consumers.info(stream, durable);
       if (info.num_pending === 0 && info.num_ack_pending === 0) {
         let jobs = 0;
         for await (const _ of await kv.keys()) jobs++;

@@ -304,3 +304,41 @@ describe("a hub of 4 partitions", () => {
     expect(refused?.message).toContain("created with 4 partitions");
   });
 });
+
+describe("projector rebuild of a hub of 2 partitions", () => {
+  test("rebuilds every partition's views, each under its own lease", async () => {
+    // No projector runs: the views are made by the rebuild alone.
+    await using small = await startHub({
+      clients: [{ id: "acme", token: ACME, routes: ["demo.*"] }],
+      yaml: "routes:\n  - key: demo.echo\n    executor: { kind: builtin, name: echo }\nindex: { enabled: false }",
+      natsOptions: { partitions: 2 },
+      services: ["ingress", "executor"],
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await small.run({ request_id: `rb-${i}`, route: "demo.echo", input: "x" }, ACME);
+      ids.push(((await res.json()) as { job_id: string }).job_id);
+    }
+    for (const id of ids) {
+      await waitFor(`${id} done`, async () => {
+        const res = await small.request(`/jobs/${id}`, { token: ACME });
+        return ((await res.json()) as { status: string }).status === "done";
+      });
+    }
+    const { rebuildProjection } = await import("../../services/projector/index.ts");
+    const { layout, nc, js, jsm } = small.running.hub;
+    const result = await rebuildProjection({
+      nc,
+      js,
+      jsm,
+      layout,
+      logger: captureLogger().logger,
+      probeMs: 100,
+    });
+    expect(result.jobs).toBe(10);
+    for (const id of ids) {
+      const view = await small.running.hub.viewsOf({ job_id: id }).get(`acme.${id}`);
+      expect((view?.json() as { status: string } | undefined)?.status).toBe("done");
+    }
+  });
+});
