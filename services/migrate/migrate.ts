@@ -7,7 +7,6 @@ import {
   readStoreVersion,
   readStream,
   STORE_VERSION,
-  TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, parseDuration } from "../../shared/config/index.ts";
@@ -69,7 +68,7 @@ export interface MigrationReport {
 /** Where a v1 consumer stood: everything after its ack floor may still be open. */
 async function floorOf(deps: MigrationDeps, durable: string): Promise<number | undefined> {
   try {
-    const info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
+    const info = await deps.jsm.consumers.info(deps.layout.stream(0), durable);
     return info.ack_floor.stream_seq + 1;
   } catch (err) {
     if (isJsError(err, "consumerNotFound")) return undefined;
@@ -222,7 +221,7 @@ export async function migrateStore(deps: MigrationDeps): Promise<MigrationReport
   const removed: string[] = [];
   for (const name of [V1_WATCHDOG, V1_REDELIVERY]) {
     try {
-      await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, name);
+      await deps.jsm.consumers.delete(deps.layout.stream(0), name);
       removed.push(name);
     } catch (err) {
       if (!isJsError(err, "consumerNotFound")) throw err;
