@@ -2,6 +2,17 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  DEFAULT_NATS_PLAN,
+  natsUsByGroup,
+  type PartitionSizingInputs,
+  partitionInputsFromRun,
+  partitionLimits,
+  queueLimits,
+  renderPartitionedSizing,
+  sizePartitioned,
+  streamGroup,
+} from "../../bench/lib/partition-sizing.ts";
+import {
   DEFAULT_PLAN,
   foldLimit,
   formatBytes,
@@ -142,5 +153,131 @@ describe("sizing model", () => {
         DEFAULT_PLAN,
       ),
     ).toThrow("no ingress figure");
+  });
+});
+
+describe("partitioned sizing model", () => {
+  const partitioned: PartitionSizingInputs = {
+    utilisation: 0.5,
+    coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1, indexer: 1 },
+    retentionSec: 10 * 86_400,
+    coresPerNatsNode: 4,
+    streamReplicas: 3,
+    cpuUsPerJob: { ingress: 100, executor: 50, callback: 100, projector: 250, indexer: 100 },
+    natsUsPerJob: {
+      events: 100,
+      views: 20,
+      SWITCHYARD_TASKS: 0,
+      SWITCHYARD_CALLBACKS: 20,
+      SWITCHYARD_DEADLINES: 0,
+      other: 10,
+    },
+    storedBytesPerJob: { events: 1_500, views: 500 },
+  };
+
+  test("stream names fall into their groups, whatever the partition", () => {
+    expect(streamGroup("SWITCHYARD_EVENTS")).toBe("events");
+    expect(streamGroup("SWITCHYARD_EVENTS_P12")).toBe("events");
+    expect(streamGroup("KV_sy_jobs")).toBe("views");
+    expect(streamGroup("KV_sy_jobs_p3")).toBe("views");
+    expect(streamGroup("SWITCHYARD_CALLBACKS")).toBe("SWITCHYARD_CALLBACKS");
+    expect(streamGroup("KV_sy_leases")).toBe("other");
+  });
+
+  test("nats-server's µs per job are split in proportion to each stream group's operations", () => {
+    const split = natsUsByGroup(
+      {
+        streams: {
+          SWITCHYARD_EVENTS_P0: { stored: 30, bytes: 0, publishes: 30, directGets: 0 },
+          KV_sy_jobs_p0: { stored: 10, bytes: 0, publishes: 10, directGets: 10 },
+          SWITCHYARD_CALLBACKS: { stored: 0, bytes: 0, publishes: 0, directGets: 0 },
+        },
+        consumers: {
+          "SWITCHYARD_EVENTS_P0/projector": { deliveries: 30, acks: 20, pulls: 0 },
+          "SWITCHYARD_CALLBACKS/callback-queue": { deliveries: 0, acks: 0, pulls: 20 },
+        },
+      },
+      120,
+    );
+    // 80 + 20 + 20 operations: 120 µs split 80 / 20 / 20.
+    expect(split.events).toBeCloseTo(80);
+    expect(split.views).toBeCloseTo(20);
+    expect(split.SWITCHYARD_CALLBACKS).toBeCloseTo(20);
+    expect(split.SWITCHYARD_TASKS).toBe(0);
+  });
+
+  test("one partition takes what its slowest single-process part takes at the planned utilisation", () => {
+    const limits = Object.fromEntries(partitionLimits(partitioned).map((l) => [l.what, l]));
+    expect(limits["one partition's projector"]?.jobsPerSec).toBe(2_000); // 1 s ÷ 250 µs × 0.5
+    expect(limits["one partition's events stream leader"]?.jobsPerSec).toBe(5_000);
+    // A queue the loop did not use sets no limit.
+    expect(queueLimits(partitioned).map((l) => l.jobsPerSec)).toEqual([25_000]);
+  });
+
+  test("partitions follow the rate ÷ one partition's limit, rounded up to a multiple of the NATS nodes", () => {
+    const row = sizePartitioned(10_000, partitioned);
+    // NATS: 10,000 × 150 µs = 1.5 cores ÷ 0.5 = 3 at the leaders, × 2 with two half-busy followers.
+    expect(row.natsCores).toBeCloseTo(6);
+    expect(row.natsNodes).toBe(3);
+    // 10,000 ÷ 2,000 per partition = 5 → 6, a multiple of 3 nodes.
+    expect(row.partitions).toBe(6);
+    expect(row.replicas.projector).toBe(5); // 10,000 × 250 µs ÷ 0.5 = 5 cores
+    expect(row.holds).toBe(true);
+    expect(row.reason).toContain("within one partition's projector's 2,000");
+    expect(row.reason).toContain("next limit the SWITCHYARD_CALLBACKS stream's leader");
+    // R3 over 3 nodes: each holds all of it; 10,000 × 2,000 B × 10 days.
+    expect(row.storedBytesPerNode).toBe(10_000 * 2_000 * 10 * 86_400);
+    const small = sizePartitioned(100, partitioned);
+    expect(small.partitions).toBe(3); // 2 replicas each fold at least one; 3 nodes lead one each
+  });
+
+  test("past a single work queue's leader, the row does not hold and names that stream", () => {
+    const row = sizePartitioned(30_000, partitioned);
+    expect(row.holds).toBe(false);
+    expect(row.reason).toBe(
+      "the SWITCHYARD_CALLBACKS stream's leader (one stream, not partitioned) takes at most about 25,000 jobs/s",
+    );
+    const table = renderPartitionedSizing([row], formatBytes, partitioned.retentionSec);
+    expect(table).toContain("| 30,000 |");
+    expect(table).toContain("| no: the SWITCHYARD_CALLBACKS stream's leader");
+  });
+
+  test("inputs come from a partitions run's largest P, and a missing figure is named", () => {
+    const phase = {
+      units: 1_000,
+      cpuSec: {
+        ingress: 0.1,
+        executor: 0.05,
+        callback: 0.1,
+        projector: 0.25,
+        indexer: 0.1,
+        "nats-server": 0.12,
+      },
+      jetstream: {
+        cost: {
+          streams: {
+            SWITCHYARD_EVENTS_P0: { stored: 30, bytes: 700_000, publishes: 30, directGets: 0 },
+            SWITCHYARD_EVENTS_P1: { stored: 30, bytes: 800_000, publishes: 30, directGets: 0 },
+            KV_sy_jobs_p0: { stored: 10, bytes: 500_000, publishes: 10, directGets: 0 },
+          },
+          consumers: {},
+        },
+      },
+    };
+    const runs = [
+      { partitions: 1, closed: { phase: { ...phase, units: 1 } } },
+      { partitions: 8, closed: { phase } },
+    ];
+    const read = partitionInputsFromRun(runs, { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN });
+    expect(read.cpuUsPerJob.projector).toBeCloseTo(250);
+    expect(read.natsUsPerJob.events).toBeCloseTo((60 / 70) * 120); // 60 of 70 operations
+    expect(read.storedBytesPerJob).toEqual({ events: 1_500, views: 500 });
+    expect(() => partitionInputsFromRun(runs, partitioned, 16)).toThrow(
+      "no partitions run at P = 16",
+    );
+    const noIndexer = [
+      { partitions: 8, closed: { phase: { ...phase, cpuSec: { ...phase.cpuSec, indexer: 0 } } } },
+    ];
+    expect(() => partitionInputsFromRun(noIndexer, partitioned)).toThrow("no indexer figure");
   });
 });
