@@ -15,7 +15,7 @@ import {
   partitionInputsFromFixture,
   partitionInputsFromRun,
   partitionLimits,
-  queueLimits,
+  queueLimit,
   renderPartitionedSizing,
   sizePartitioned,
 } from "./lib/partition-sizing.ts";
@@ -74,9 +74,9 @@ function printPartitioned(inputs: PartitionSizingInputs) {
       .map(([name, value]) => `${name} ${Math.round(value)}`)
       .join(", ");
   process.stdout.write(
-    `partitioned: CPU µs per job: ${us(inputs.cpuUsPerJob)}; nats-server µs per job by stream: ${us(inputs.natsUsPerJob)}\n`,
+    `partitioned: CPU µs per job: ${us(inputs.cpuUsPerJob)}; nats-server µs per job by stream: ${us(inputs.nats.usPerJob)}, per operation ${inputs.nats.usPerOp.toFixed(1)}\n`,
   );
-  for (const l of [...partitionLimits(inputs), ...queueLimits(inputs)]) {
+  for (const l of [...partitionLimits(inputs), queueLimit(inputs)]) {
     process.stdout.write(`${l.what}: about ${l.jobsPerSec.toLocaleString("en-US")} jobs/s\n`);
   }
   const rows = [10_000, 50_000, 100_000].map((r) => sizePartitioned(r, inputs));

@@ -12,60 +12,67 @@
  *   stream's share is taken as bounded by one core (its stores and its consumers' deliveries and
  *   acks go through the stream's lock and its one raft group).
  * The work-queue streams (SWITCHYARD_TASKS, SWITCHYARD_CALLBACKS, SWITCHYARD_DEADLINES) stay
- * single whatever P is: each one's leader bounds the whole hub by the same rule.
+ * single whatever P is, and a job of the builtin routes with a first-try callback never touches
+ * them: each one's leader bounds the jobs that pass through it (at least a store, a delivery and an
+ * ack each, at nats-server's measured µs per operation), the next limit of every row.
  */
 import type { JetStreamCost } from "./jetstream.ts";
 import { SIZED_SERVICES, type SizedService, type SizingPlan, type StoredPerJob } from "./sizing.ts";
 
-/** Where nats-server's work per job goes, by stream group. */
-export const STREAM_GROUPS = [
-  "events",
-  "views",
-  "SWITCHYARD_TASKS",
-  "SWITCHYARD_CALLBACKS",
-  "SWITCHYARD_DEADLINES",
-  "other",
-] as const;
+/** Where nats-server's work per job goes: a partition's events stream, its view bucket, or a single stream. */
+export const STREAM_GROUPS = ["events", "views", "single"] as const;
 export type StreamGroup = (typeof STREAM_GROUPS)[number];
-/** The streams that are not partitioned: one leader each for the whole hub. */
+/** The work-queue streams, which stay single whatever P is: one leader each for the whole hub. */
 export const SINGLE_QUEUES = [
   "SWITCHYARD_TASKS",
   "SWITCHYARD_CALLBACKS",
   "SWITCHYARD_DEADLINES",
 ] as const;
+/** What one job passing through a work queue costs it at least: stored, delivered, acked. */
+export const QUEUE_OPS_PER_JOB = 3;
 
 export function streamGroup(stream: string): StreamGroup {
   if (/^SWITCHYARD_EVENTS(_P\d+)?$/.test(stream)) return "events";
   if (/^KV_sy_jobs(_p\d+)?$/.test(stream)) return "views";
-  return (SINGLE_QUEUES as readonly string[]).includes(stream) ? (stream as StreamGroup) : "other";
+  return "single";
+}
+
+export interface NatsSplit {
+  /** nats-server µs per job by stream group. */
+  readonly usPerJob: Record<StreamGroup, number>;
+  /** nats-server µs per message operation (store, delivery, ack, direct get, pull). */
+  readonly usPerOp: number;
 }
 
 /**
  * nats-server µs per job split over the stream groups in proportion to each group's message
- * operations in `cost` (one phase's counters, bench/lib/jetstream.ts).
+ * operations in `cost` (one phase's counters over `jobs` jobs, bench/lib/jetstream.ts).
  */
-export function natsUsByGroup(
+export function splitNatsCost(
   cost: Pick<JetStreamCost, "streams" | "consumers">,
   natsUsPerJob: number,
-): Record<StreamGroup, number> {
-  const ops = Object.fromEntries(STREAM_GROUPS.map((g) => [g, 0])) as Record<StreamGroup, number>;
+  jobs: number,
+): NatsSplit {
+  const ops: Record<StreamGroup, number> = { events: 0, views: 0, single: 0 };
   for (const [name, s] of Object.entries(cost.streams)) {
     ops[streamGroup(name)] += s.stored + s.directGets;
   }
   for (const [key, c] of Object.entries(cost.consumers)) {
     ops[streamGroup(key.split("/")[0] ?? "")] += c.deliveries + c.acks + c.pulls;
   }
-  const total = Object.values(ops).reduce((a, b) => a + b, 0);
-  const out = {} as Record<StreamGroup, number>;
-  for (const g of STREAM_GROUPS) out[g] = total > 0 ? (natsUsPerJob * ops[g]) / total : 0;
-  return out;
+  const total = ops.events + ops.views + ops.single;
+  const share = (g: StreamGroup) => (total > 0 ? (natsUsPerJob * ops[g]) / total : 0);
+  return {
+    usPerJob: { events: share("events"), views: share("views"), single: share("single") },
+    usPerOp: total > 0 ? (natsUsPerJob * jobs) / total : Number.NaN,
+  };
 }
 
 export interface PartitionSizingInputs extends SizingPlan {
   /** CPU µs per job per service, from a closed loop at P > 1. */
   readonly cpuUsPerJob: Readonly<Record<SizedService, number>>;
-  /** nats-server CPU µs per job by stream group (natsUsByGroup). */
-  readonly natsUsPerJob: Readonly<Record<StreamGroup, number>>;
+  /** nats-server CPU µs per job by stream group, and per message operation (splitNatsCost). */
+  readonly nats: Readonly<NatsSplit>;
   readonly storedBytesPerJob: StoredPerJob;
   /** Planned CPU of one NATS node. */
   readonly coresPerNatsNode: number;
@@ -88,19 +95,21 @@ export function partitionLimits(i: PartitionSizingInputs): Limit[] {
   return [
     limitOf("one partition's projector", i.cpuUsPerJob.projector, i.utilisation),
     limitOf("one partition's indexer", i.cpuUsPerJob.indexer, i.utilisation),
-    limitOf("one partition's events stream leader", i.natsUsPerJob.events, i.utilisation),
-    limitOf("one partition's view bucket leader", i.natsUsPerJob.views, i.utilisation),
+    limitOf("one partition's events stream leader", i.nats.usPerJob.events, i.utilisation),
+    limitOf("one partition's view bucket leader", i.nats.usPerJob.views, i.utilisation),
   ];
 }
 
-/** Jobs/s each single work-queue stream's leader takes (the hub's limit whatever P is). */
-export function queueLimits(i: PartitionSizingInputs): Limit[] {
-  return SINGLE_QUEUES.filter((q) => i.natsUsPerJob[q] > 0).map((q) =>
-    limitOf(
-      `the ${q} stream's leader (one stream, not partitioned)`,
-      i.natsUsPerJob[q],
-      i.utilisation,
-    ),
+/**
+ * Jobs/s of the jobs that pass through it one single work-queue stream's leader takes (NATS-worker
+ * and busy HTTP routes through SWITCHYARD_TASKS, retried callbacks through SWITCHYARD_CALLBACKS,
+ * deadlines through SWITCHYARD_DEADLINES): the hub's limit for those jobs whatever P is.
+ */
+export function queueLimit(i: PartitionSizingInputs): Limit {
+  return limitOf(
+    `one work-queue stream's leader (${SINGLE_QUEUES.join(", ")}: single whatever P is)`,
+    QUEUE_OPS_PER_JOB * i.nats.usPerOp,
+    i.utilisation,
   );
 }
 
@@ -119,9 +128,10 @@ export interface PartitionSizingRow {
   readonly storedBytesPerNode: number;
   /** The tightest per-partition figure, which sets P. */
   readonly partitionLimit: Limit;
-  /** The tightest single work queue, the next limit whatever P is. */
-  readonly queueLimit: Limit | undefined;
-  readonly holds: boolean;
+  /** The single work queues' leaders: the next limit whatever P is. */
+  readonly queueLimit: Limit;
+  /** The row's rate even if every job went through one work queue. */
+  readonly queuesHold: boolean;
   readonly reason: string;
 }
 
@@ -136,7 +146,7 @@ export function sizePartitioned(rate: number, i: PartitionSizingInputs): Partiti
     serviceCores += cores;
     replicas[service] = Math.max(2, Math.ceil(cores / i.coresPerPod[service]));
   }
-  const natsUs = Object.values(i.natsUsPerJob).reduce((a, b) => a + b, 0);
+  const natsUs = i.nats.usPerJob.events + i.nats.usPerJob.views + i.nats.usPerJob.single;
   // Each stream's leader does all its work, each of its R - 1 followers about half.
   const natsCores = coresOf(natsUs) * (1 + (i.streamReplicas - 1) / 2);
   const natsNodes = Math.max(i.streamReplicas, Math.ceil(natsCores / i.coresPerNatsNode));
@@ -148,13 +158,13 @@ export function sizePartitioned(rate: number, i: PartitionSizingInputs): Partiti
   );
   // A multiple of the node count, so the partitions' leaders spread evenly.
   const partitions = natsNodes * Math.ceil(needed / natsNodes);
-  const queues = queueLimits(i);
-  const queueLimit = queues.length > 0 ? tightest(queues) : undefined;
-  const holds = queueLimit === undefined || rate <= queueLimit.jobsPerSec;
-  const perPartition = rate / partitions;
-  const reason = holds
-    ? `each partition takes ${fmt(perPartition)} jobs/s, within ${partitionLimit.what}'s ${fmt(partitionLimit.jobsPerSec)}${queueLimit ? `; next limit ${queueLimit.what}, ${fmt(queueLimit.jobsPerSec)} jobs/s` : ""}`
-    : `${queueLimit?.what} takes at most about ${fmt(queueLimit?.jobsPerSec ?? 0)} jobs/s`;
+  const queue = queueLimit(i);
+  const queuesHold = rate <= queue.jobsPerSec;
+  const reason = `${fmt(rate / partitions)} jobs/s per partition, within ${partitionLimit.what}'s ${fmt(partitionLimit.jobsPerSec)}; ${
+    queuesHold
+      ? `even if every job went through one work queue, within its leader's ${fmt(queue.jobsPerSec)}`
+      : `next limit: ${queue.what}, about ${fmt(queue.jobsPerSec)} jobs/s of the jobs that pass through each`
+  }`;
   const bytesPerJob = i.storedBytesPerJob.events + i.storedBytesPerJob.views;
   return {
     rate,
@@ -166,8 +176,8 @@ export function sizePartitioned(rate: number, i: PartitionSizingInputs): Partiti
     totalCores: serviceCores + natsCores,
     storedBytesPerNode: (rate * bytesPerJob * i.retentionSec * i.streamReplicas) / natsNodes,
     partitionLimit,
-    queueLimit,
-    holds,
+    queueLimit: queue,
+    queuesHold,
     reason,
   };
 }
@@ -184,7 +194,7 @@ export function renderPartitionedSizing(
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.rate.toLocaleString("en-US")} | ${r.partitions} | ${r.natsNodes} (${r.natsCoresPerNode.toFixed(1)}) | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} | ${r.replicas.indexer} | ${r.totalCores.toFixed(1)} | ${formatBytes(r.storedBytesPerNode)} | ${r.holds ? "yes" : "no"}: ${r.reason} |`,
+      `| ${r.rate.toLocaleString("en-US")} | ${r.partitions} | ${r.natsNodes} (${r.natsCoresPerNode.toFixed(1)}) | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} | ${r.replicas.indexer} | ${r.totalCores.toFixed(1)} | ${formatBytes(r.storedBytesPerNode)} | yes: ${r.reason} |`,
     );
   }
   return lines.join("\n");
@@ -250,7 +260,7 @@ export function partitionInputsFromRun(
   return {
     ...plan,
     cpuUsPerJob: cpu,
-    natsUsPerJob: natsUsByGroup(cost, nats),
+    nats: splitNatsCost(cost, nats, phase.units),
     storedBytesPerJob: {
       events: positive(bytes("events"), "events", what),
       views: positive(bytes("views"), "views", what),
@@ -272,16 +282,18 @@ export function partitionInputsFromFixture(
   };
   const cpu = {} as Record<SizedService, number>;
   for (const svc of SIZED_SERVICES) cpu[svc] = num("cpuUsPerJob", svc);
-  const natsUs = {} as Record<StreamGroup, number>;
-  for (const g of STREAM_GROUPS) {
-    const v = root?.natsUsPerJob?.[g];
-    // A group the loop did not touch (no deadlines) is 0; a missing one is an error.
-    natsUs[g] = v === 0 ? 0 : num("natsUsPerJob", g);
-  }
+  const nats: NatsSplit = {
+    usPerJob: {
+      events: num("natsUsPerJob", "events"),
+      views: num("natsUsPerJob", "views"),
+      single: num("natsUsPerJob", "single"),
+    },
+    usPerOp: num("natsUsPerJob", "perOperation"),
+  };
   return {
     ...plan,
     cpuUsPerJob: cpu,
-    natsUsPerJob: natsUs,
+    nats,
     storedBytesPerJob: {
       events: num("storedBytesPerJob", "events"),
       views: num("storedBytesPerJob", "views"),

@@ -3,13 +3,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   DEFAULT_NATS_PLAN,
-  natsUsByGroup,
   type PartitionSizingInputs,
   partitionInputsFromRun,
   partitionLimits,
-  queueLimits,
+  queueLimit,
   renderPartitionedSizing,
   sizePartitioned,
+  splitNatsCost,
   streamGroup,
 } from "../../bench/lib/partition-sizing.ts";
 import {
@@ -164,14 +164,8 @@ describe("partitioned sizing model", () => {
     coresPerNatsNode: 4,
     streamReplicas: 3,
     cpuUsPerJob: { ingress: 100, executor: 50, callback: 100, projector: 250, indexer: 100 },
-    natsUsPerJob: {
-      events: 100,
-      views: 20,
-      SWITCHYARD_TASKS: 0,
-      SWITCHYARD_CALLBACKS: 20,
-      SWITCHYARD_DEADLINES: 0,
-      other: 10,
-    },
+    // 150 µs per job over 15 operations per job: 10 µs each; one queued job (3 operations) 30 µs.
+    nats: { usPerJob: { events: 100, views: 20, single: 30 }, usPerOp: 10 },
     storedBytesPerJob: { events: 1_500, views: 500 },
   };
 
@@ -180,12 +174,12 @@ describe("partitioned sizing model", () => {
     expect(streamGroup("SWITCHYARD_EVENTS_P12")).toBe("events");
     expect(streamGroup("KV_sy_jobs")).toBe("views");
     expect(streamGroup("KV_sy_jobs_p3")).toBe("views");
-    expect(streamGroup("SWITCHYARD_CALLBACKS")).toBe("SWITCHYARD_CALLBACKS");
-    expect(streamGroup("KV_sy_leases")).toBe("other");
+    expect(streamGroup("SWITCHYARD_CALLBACKS")).toBe("single");
+    expect(streamGroup("KV_sy_leases")).toBe("single");
   });
 
   test("nats-server's µs per job are split in proportion to each stream group's operations", () => {
-    const split = natsUsByGroup(
+    const split = splitNatsCost(
       {
         streams: {
           SWITCHYARD_EVENTS_P0: { stored: 30, bytes: 0, publishes: 30, directGets: 0 },
@@ -198,20 +192,21 @@ describe("partitioned sizing model", () => {
         },
       },
       120,
+      10,
     );
-    // 80 + 20 + 20 operations: 120 µs split 80 / 20 / 20.
-    expect(split.events).toBeCloseTo(80);
-    expect(split.views).toBeCloseTo(20);
-    expect(split.SWITCHYARD_CALLBACKS).toBeCloseTo(20);
-    expect(split.SWITCHYARD_TASKS).toBe(0);
+    // 80 + 20 + 20 operations: 120 µs split 80 / 20 / 20; 10 jobs × 120 µs ÷ 120 operations.
+    expect(split.usPerJob.events).toBeCloseTo(80);
+    expect(split.usPerJob.views).toBeCloseTo(20);
+    expect(split.usPerJob.single).toBeCloseTo(20);
+    expect(split.usPerOp).toBeCloseTo(10);
   });
 
   test("one partition takes what its slowest single-process part takes at the planned utilisation", () => {
     const limits = Object.fromEntries(partitionLimits(partitioned).map((l) => [l.what, l]));
     expect(limits["one partition's projector"]?.jobsPerSec).toBe(2_000); // 1 s ÷ 250 µs × 0.5
     expect(limits["one partition's events stream leader"]?.jobsPerSec).toBe(5_000);
-    // A queue the loop did not use sets no limit.
-    expect(queueLimits(partitioned).map((l) => l.jobsPerSec)).toEqual([25_000]);
+    // 1 s ÷ (3 operations × 10 µs) × 0.5.
+    expect(queueLimit(partitioned).jobsPerSec).toBe(16_666);
   });
 
   test("partitions follow the rate ÷ one partition's limit, rounded up to a multiple of the NATS nodes", () => {
@@ -222,24 +217,26 @@ describe("partitioned sizing model", () => {
     // 10,000 ÷ 2,000 per partition = 5 → 6, a multiple of 3 nodes.
     expect(row.partitions).toBe(6);
     expect(row.replicas.projector).toBe(5); // 10,000 × 250 µs ÷ 0.5 = 5 cores
-    expect(row.holds).toBe(true);
-    expect(row.reason).toContain("within one partition's projector's 2,000");
-    expect(row.reason).toContain("next limit the SWITCHYARD_CALLBACKS stream's leader");
+    expect(row.queuesHold).toBe(true);
+    expect(row.reason).toBe(
+      "1,667 jobs/s per partition, within one partition's projector's 2,000; even if every job went through one work queue, within its leader's 16,666",
+    );
     // R3 over 3 nodes: each holds all of it; 10,000 × 2,000 B × 10 days.
     expect(row.storedBytesPerNode).toBe(10_000 * 2_000 * 10 * 86_400);
     const small = sizePartitioned(100, partitioned);
     expect(small.partitions).toBe(3); // 2 replicas each fold at least one; 3 nodes lead one each
   });
 
-  test("past a single work queue's leader, the row does not hold and names that stream", () => {
+  test("past a single work queue's leader, the row names the work queues as the next limit", () => {
     const row = sizePartitioned(30_000, partitioned);
-    expect(row.holds).toBe(false);
-    expect(row.reason).toBe(
-      "the SWITCHYARD_CALLBACKS stream's leader (one stream, not partitioned) takes at most about 25,000 jobs/s",
+    expect(row.queuesHold).toBe(false);
+    expect(row.partitions).toBe(15); // 30,000 ÷ 2,000, a multiple of 3 nodes
+    expect(row.reason).toContain(
+      "next limit: one work-queue stream's leader (SWITCHYARD_TASKS, SWITCHYARD_CALLBACKS, SWITCHYARD_DEADLINES: single whatever P is), about 16,666 jobs/s",
     );
     const table = renderPartitionedSizing([row], formatBytes, partitioned.retentionSec);
-    expect(table).toContain("| 30,000 |");
-    expect(table).toContain("| no: the SWITCHYARD_CALLBACKS stream's leader");
+    expect(table).toContain("| 30,000 | 15 |");
+    expect(table).toContain("| yes: 2,000 jobs/s per partition");
   });
 
   test("inputs come from a partitions run's largest P, and a missing figure is named", () => {
@@ -270,7 +267,8 @@ describe("partitioned sizing model", () => {
     ];
     const read = partitionInputsFromRun(runs, { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN });
     expect(read.cpuUsPerJob.projector).toBeCloseTo(250);
-    expect(read.natsUsPerJob.events).toBeCloseTo((60 / 70) * 120); // 60 of 70 operations
+    expect(read.nats.usPerJob.events).toBeCloseTo((60 / 70) * 120); // 60 of 70 operations
+    expect(read.nats.usPerOp).toBeCloseTo((1_000 * 120) / 70);
     expect(read.storedBytesPerJob).toEqual({ events: 1_500, views: 500 });
     expect(() => partitionInputsFromRun(runs, partitioned, 16)).toThrow(
       "no partitions run at P = 16",
