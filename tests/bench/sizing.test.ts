@@ -4,6 +4,7 @@ import { join } from "node:path";
 import {
   DEFAULT_NATS_PLAN,
   type PartitionSizingInputs,
+  partitionInputsFromFixture,
   partitionInputsFromRun,
   partitionLimits,
   queueLimit,
@@ -237,6 +238,23 @@ describe("partitioned sizing model", () => {
     const table = renderPartitionedSizing([row], formatBytes, partitioned.retentionSec);
     expect(table).toContain("| 30,000 | 15 |");
     expect(table).toContain("| yes: 2,000 jobs/s per partition");
+  });
+
+  test("the committed partitioned inputs reproduce the table docs/deploy.md shows", () => {
+    const fixture = JSON.parse(readFileSync(join(ROOT, "bench/sizing-inputs.json"), "utf8"));
+    expect(fixture.partitioned.source).toContain("2026-11-26 14:53 UTC");
+    const plan = { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN };
+    const fromFixture = partitionInputsFromFixture(fixture, plan);
+    const rows = [10_000, 50_000, 100_000].map((rate) => sizePartitioned(rate, fromFixture));
+    const deploy = readFileSync(join(ROOT, "docs/deploy.md"), "utf8");
+    expect(deploy).toContain(renderPartitionedSizing(rows, formatBytes, plan.retentionSec));
+    const { perOperation: _op, ...noOp } = fixture.partitioned.natsUsPerJob;
+    expect(() =>
+      partitionInputsFromFixture(
+        { partitioned: { ...fixture.partitioned, natsUsPerJob: noOp } },
+        plan,
+      ),
+    ).toThrow("no perOperation figure");
   });
 
   test("inputs come from a partitions run's largest P, and a missing figure is named", () => {
