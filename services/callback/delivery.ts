@@ -11,10 +11,15 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import { appendEvent, newEvent } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";
+import {
+  type ConnectionPool,
+  createEgressChecker,
+  deliverWebhook,
+  type Resolver,
+} from "../../shared/net/index.ts";
 import { NO_TRACING, type TraceSpan, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
-import { webhookHeaders } from "../../shared/webhooks/index.ts";
+import { createWebhookSigner } from "../../shared/webhooks/index.ts";
 import type { LaneItem } from "./lanes.ts";
 import { buildCallbackBody, type CompletedJob, webhookIdFor } from "./payload.ts";
 import { ackWaitMs, type CallbackSettings, scheduleFor } from "./settings.ts";
@@ -89,6 +94,10 @@ function observeSettled(
 export function createAttemptRunner(deps: AttemptRunnerDeps) {
   const { settings } = deps;
   const nowMs = () => deps.clock.now().getTime();
+  // Made once for every attempt: the URL and address checks of the policy (DNS is still resolved
+  // at each attempt) and the parsed signing keys.
+  const checker = createEgressChecker(settings.policy);
+  const sign = createWebhookSigner();
 
   const append = async (d: Delivery, record: AttemptRecord): Promise<number | undefined> => {
     const event = newEvent(deps, d.job, record);
@@ -124,7 +133,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     const span = attemptSpan(deps.tracing ?? NO_TRACING, d);
     const traceparent = span.traceparent ?? d.traceparent;
     const headers: Record<string, string> = {
-      ...webhookHeaders({
+      ...sign({
         id: webhookIdFor(d.job.job_id),
         timestamp: Math.floor(nowMs() / 1000),
         body,
@@ -140,7 +149,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
       headers,
       timeoutMs: settings.timeoutMs,
       maxResponseBytes: settings.maxResponseBytes,
-      ...settings.policy,
+      checker,
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
       clock: nowMs,
       connections: deps.connections,
