@@ -22,7 +22,7 @@ import { traceIdOf } from "../../shared/trace/index.ts";
 import { createWebhookSigner } from "../../shared/webhooks/index.ts";
 import type { LaneItem } from "./lanes.ts";
 import { buildCallbackBody, type CompletedJob, webhookIdFor } from "./payload.ts";
-import { ackWaitMs, type CallbackSettings, scheduleFor } from "./settings.ts";
+import { type CallbackSettings, scheduleFor } from "./settings.ts";
 
 /** One callback attempt to make, and the message that holds it until the outcome is stored. */
 export interface Delivery extends LaneItem {
@@ -141,8 +141,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
       }),
       ...(traceparent ? { traceparent } : {}),
     };
-    // Keep the message ours while the receiver is slow (ack_wait already exceeds the budget).
-    const keepAlive = setInterval(() => d.msg.working(), Math.max(1_000, ackWaitMs(settings) / 3));
+    // The service keeps the message ours while the receiver is slow (one timer for every attempt).
     const result = await deliverWebhook({
       url: d.url,
       body,
@@ -153,12 +152,10 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
       clock: nowMs,
       connections: deps.connections,
-    })
-      .catch((err: unknown) => {
-        span.end(err);
-        throw err;
-      })
-      .finally(() => clearInterval(keepAlive));
+    }).catch((err: unknown) => {
+      span.end(err);
+      throw err;
+    });
     const base = d.trigger.kind === "redelivery" ? d.trigger.baseAttempts : 0;
     const outcome = afterAttempt(result, d.attempt - base - 1, {
       scheduleMs: scheduleFor(settings, d.job.client_id),
