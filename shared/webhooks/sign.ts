@@ -38,7 +38,9 @@ export function computeSignature(
 ): string {
   const hmac = createHmac("sha256", secret.key);
   hmac.update(`${id}.${timestamp}.`, "utf8");
-  hmac.update(typeof body === "string" ? Buffer.from(body, "utf8") : body);
+  // A string is hashed as its UTF-8 bytes without copying it into a Buffer first.
+  if (typeof body === "string") hmac.update(body, "utf8");
+  else hmac.update(body);
   return hmac.digest("base64");
 }
 
