@@ -46,7 +46,9 @@ function settle(members: string[], owners: (string | undefined)[]) {
 
 describe("decideClaims", () => {
   test("alone: claims every free partition", () => {
-    const actions = decideClaims(given({ me: "a", members: ["a"], owners: [, , , ,] }));
+    const actions = decideClaims(
+      given({ me: "a", members: ["a"], owners: Array<string | undefined>(4).fill(undefined) }),
+    );
     expect(claimed(actions).sort()).toEqual([0, 1, 2, 3]);
   });
 
@@ -114,7 +116,10 @@ describe("decideClaims", () => {
   });
 
   test("only wanted partitions are claimed", () => {
-    const view = { ...given({ me: "a", members: ["a"], owners: [, , , ,] }), wanted: new Set([2]) };
+    const view = {
+      ...given({ me: "a", members: ["a"], owners: Array<string | undefined>(4).fill(undefined) }),
+      wanted: new Set([2]),
+    };
     expect(claimed(decideClaims(view))).toEqual([2]);
   });
 });
