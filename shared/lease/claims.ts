@@ -182,11 +182,14 @@ export function createPartitionClaims(deps: {
     held.set(p, { revision, epoch });
     view.noteClaim(p, { revision, epoch, owner: member });
     logger.info({ ...log(p), epoch, over: owner }, "partition claimed");
-    try {
-      await handlers.get(p)?.lead();
-    } catch (err) {
-      await leadFailed(p, err as Error);
-    }
+    // Not awaited: a slow start of one partition's work must not hold back the member renewal
+    // (every partition's holding() rests on it). The work orders its own lead and stand-down.
+    const started = handlers.get(p)?.lead();
+    started?.catch((err: unknown) =>
+      serialised(async () => {
+        if (held.get(p)?.revision === revision) await leadFailed(p, err as Error);
+      }),
+    );
   };
 
   /** Partitions claimed over this process's head (its record lapsed) are stood down. */
