@@ -6,7 +6,8 @@ import {
   CLAIMS_BUCKET,
   type ClaimRecord,
   claimKey,
-  createGroupView,
+  createClaimsWatch,
+  type MemberRecord,
   memberKey,
 } from "./claims-view.ts";
 // Read at call time only: index.ts re-exports this module.
@@ -24,12 +25,12 @@ const MEMBER_GONE_SLACK_MS = 500;
 /** Renewals with an unchanged membership before anyone releases a partition (no flapping). */
 const STABLE_TICKS = 2;
 
-/** Hands out one {@link Lease} per partition of a group; all of them share one member record. */
+/** Hands out one {@link Lease} per partition of each group; all share one member record. */
 export interface PartitionClaims {
-  /** The lease of partition p: `slot.lease = claims.lease(p)`. */
-  lease(partition: number): Lease;
-  /** The partitions this process holds now. */
-  held(): number[];
+  /** The lease of a group's partition: `slot.lease = claims.lease("projector", p)`. */
+  lease(group: string, partition: number): Lease;
+  /** The partitions of `group` this process holds now. */
+  held(group: string): number[];
   /** Releases every claim and the member record, so the others take over at once. */
   stop(): Promise<void>;
 }
@@ -47,39 +48,47 @@ export async function openClaimsBucket(
 }
 
 interface Held {
+  readonly group: string;
+  readonly partition: number;
   readonly revision: number;
   readonly epoch: number;
 }
 
+const GROUP_NAME = /^[A-Za-z0-9_-]+$/;
+
 /**
  * Fair-share partition claims (docs/architecture.md, "Partition claims"). The process renews one
- * member record (`members.<group>.<id>` in the lease bucket, TTL 3 s) once a second by
- * compare-and-set, whatever P; each partition's claim key (`<group>.p<p>` in the claims bucket,
- * no TTL) names its owner and an epoch, and is valid while the owner's member record lives. A
- * claim is taken with create or compare-and-set over a free one (released, or its owner's record
- * gone from the bucket). What to claim or release is {@link decideClaims}. A holder whose own
- * record was not renewed within two thirds of the TTL reports not holding, before anyone can take
- * over; a renewal that fails loses every partition, and the process joins again as a new member.
+ * member record (`members.<id>` in the lease bucket, TTL 3 s, naming its groups) once a second by
+ * compare-and-set, whatever the groups and P; each partition's claim key (`<group>.p<p>` in the
+ * claims bucket, no TTL) names its owner and an epoch, and is valid while the owner's member
+ * record lives. A claim is taken with create or compare-and-set over a free one (released, or its
+ * owner's record gone from the bucket); what to claim or release is {@link decideClaims}, per
+ * group. A holder whose own record was not renewed within two thirds of the TTL reports not
+ * holding, before anyone can take over; a renewal that fails loses every partition, and the
+ * process joins again as a new member.
  */
 export function createPartitionClaims(deps: {
   readonly leases: KV;
   readonly claims: KV;
-  /** "projector", "indexer": the claim keys and member records are per group. */
-  readonly group: string;
-  /** P: the group's partitions are 0 … P - 1. */
-  readonly partitions: number;
+  /** P per group: "projector" → 16 makes partitions 0 … 15 of the projector's group. */
+  readonly groups: Readonly<Record<string, number>>;
   /** Who this is (host and pid), for operators reading the buckets. */
   readonly holder: string;
   readonly logger: Logger;
 }): PartitionClaims {
-  const { group, logger } = deps;
+  const { logger } = deps;
+  const groups = Object.keys(deps.groups);
+  for (const group of groups) {
+    if (!GROUP_NAME.test(group)) throw new RangeError(`claims group name "${group}" is not a word`);
+  }
   const newMember = () => randomBytes(6).toString("hex");
   let member = newMember();
   let memberRevision = 0;
   let renewedAt = 0;
-  const held = new Map<number, Held>();
-  const handlers = new Map<number, LeaseHandlers>();
-  const sitOutUntil = new Map<number, number>();
+  /** By claim key. */
+  const held = new Map<string, Held>();
+  const handlers = new Map<string, LeaseHandlers>();
+  const sitOutUntil = new Map<string, number>();
   let started = false;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -89,153 +98,166 @@ export function createPartitionClaims(deps: {
 
   const serialised = (step: () => Promise<void>) => {
     busy = busy.then(step).catch((err: unknown) => {
-      logger.error({ group, err: (err as Error).message }, "partition claims step failed");
+      logger.error({ member, err: (err as Error).message }, "partition claims step failed");
     });
     return busy;
   };
-  const view = createGroupView({
+  const watch = createClaimsWatch({
     leases: deps.leases,
     claims: deps.claims,
-    group,
     goneAfterMs: LEASE_TTL_MS + MEMBER_GONE_SLACK_MS,
     logger,
     onChange: () => {
-      if (started && !stopped) void serialised(decide);
+      if (started && !stopped) void serialised(decideAll);
     },
   });
-  const holding = (p: number) =>
-    !stopped && held.has(p) && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
-  const log = (p: number) => ({ group, partition: p, member });
+  const holding = (key: string) =>
+    !stopped && held.has(key) && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
+  const log = (key: string) => ({ claim: key, member });
 
-  /** Gives partition p up: holding() turns false first, then the work stops. */
-  const standDown = async (p: number, h = handlers.get(p)) => {
-    if (!held.delete(p)) return;
+  /** Gives a partition up: holding() turns false first, then the work stops. */
+  const standDown = async (key: string, h = handlers.get(key)) => {
+    if (!held.delete(key)) return;
     await h?.standDown().catch((err: unknown) => {
-      logger.error({ ...log(p), err: (err as Error).message }, "stand-down failed");
+      logger.error({ ...log(key), err: (err as Error).message }, "stand-down failed");
     });
   };
 
   /** Stands down and marks the claim free, keeping its epoch, so another member takes it now. */
-  const release = async (p: number, h = handlers.get(p)) => {
-    const mine = held.get(p);
+  const release = async (key: string, h = handlers.get(key)) => {
+    const mine = held.get(key);
     if (mine === undefined) return;
-    await standDown(p, h);
+    await standDown(key, h);
     const value: ClaimRecord = { owner: "", holder: "", epoch: mine.epoch };
-    await deps.claims
-      .update(claimKey(group, p), JSON.stringify(value), mine.revision)
-      .catch(() => undefined);
+    await deps.claims.update(key, JSON.stringify(value), mine.revision).catch(() => undefined);
   };
 
   const loseAll = async (why: string) => {
-    if (held.size > 0) logger.warn({ group, member, why }, "member record lost; standing down");
-    for (const p of [...held.keys()]) await standDown(p);
-    view.forgetMember(member);
+    if (held.size > 0) logger.warn({ member, why }, "member record lost; standing down");
+    for (const key of [...held.keys()]) await standDown(key);
+    watch.forgetMember(member);
     member = newMember();
     memberRevision = 0;
   };
 
   const renew = async () => {
-    const value = JSON.stringify({ holder: deps.holder, renewed_at: new Date().toISOString() });
-    const key = memberKey(group, member);
+    const record: MemberRecord = {
+      holder: deps.holder,
+      groups,
+      renewed_at: new Date().toISOString(),
+    };
+    const value = JSON.stringify(record);
     try {
       memberRevision =
         memberRevision === 0
-          ? await deps.leases.create(key, value)
-          : await deps.leases.update(key, value, memberRevision);
+          ? await deps.leases.create(memberKey(member), value)
+          : await deps.leases.update(memberKey(member), value, memberRevision);
       renewedAt = Date.now();
-      view.noteMember(member);
+      watch.noteMember(member, groups);
     } catch (err) {
       await loseAll((err as Error).message);
     }
   };
 
-  const leadFailed = async (p: number, err: Error) => {
+  const leadFailed = async (key: string, err: Error) => {
     logger.error(
-      { ...log(p), err: err.message, retry_ms: SIT_OUT_AFTER_FAILED_LEAD_MS },
+      { ...log(key), err: err.message, retry_ms: SIT_OUT_AFTER_FAILED_LEAD_MS },
       "could not start the partition's work; releasing its claim",
     );
-    sitOutUntil.set(p, Date.now() + SIT_OUT_AFTER_FAILED_LEAD_MS);
-    await release(p);
+    sitOutUntil.set(key, Date.now() + SIT_OUT_AFTER_FAILED_LEAD_MS);
+    await release(key);
   };
 
-  /** Claims p (create, or compare-and-set over a free claim) and starts its work. */
-  const claim = async (p: number) => {
-    const seen = view.claim(p);
+  /** Claims a partition (create, or compare-and-set over a free claim) and starts its work. */
+  const claim = async (group: string, partition: number) => {
+    const key = claimKey(group, partition);
+    const seen = watch.claim(key);
     const owner = seen?.owner;
     if (owner !== undefined && owner !== member) {
       // The server's word that the owner is gone: its member record expired or was deleted.
-      const record = await deps.leases.get(memberKey(group, owner));
-      if (record !== null && record.operation === "PUT") return view.noteMember(owner);
+      const record = await deps.leases.get(memberKey(owner));
+      if (record !== null && record.operation === "PUT") return watch.stillThere(owner);
     }
     const epoch = (seen?.epoch ?? 0) + 1;
-    const value = JSON.stringify({ owner: member, holder: deps.holder, epoch } as ClaimRecord);
-    const key = claimKey(group, p);
+    const value: ClaimRecord = { owner: member, holder: deps.holder, epoch };
     let revision: number;
     try {
       revision =
         seen === undefined
-          ? await deps.claims.create(key, value)
-          : await deps.claims.update(key, value, seen.revision);
+          ? await deps.claims.create(key, JSON.stringify(value))
+          : await deps.claims.update(key, JSON.stringify(value), seen.revision);
     } catch {
-      return; // another member claimed it first; its watch entry tells
+      return; // another member claimed it first; the watch tells
     }
-    held.set(p, { revision, epoch });
-    view.noteClaim(p, { revision, epoch, owner: member });
-    logger.info({ ...log(p), epoch, over: owner }, "partition claimed");
+    held.set(key, { group, partition, revision, epoch });
+    watch.noteClaim(key, { revision, epoch, owner: member });
+    logger.info({ ...log(key), epoch, over: owner }, "partition claimed");
     // Not awaited: a slow start of one partition's work must not hold back the member renewal
     // (every partition's holding() rests on it). The work orders its own lead and stand-down.
-    const started = handlers.get(p)?.lead();
-    started?.catch((err: unknown) =>
-      serialised(async () => {
-        if (held.get(p)?.revision === revision) await leadFailed(p, err as Error);
-      }),
-    );
+    handlers
+      .get(key)
+      ?.lead()
+      .catch((err: unknown) =>
+        serialised(async () => {
+          if (held.get(key)?.revision === revision) await leadFailed(key, err as Error);
+        }),
+      );
   };
 
   /** Partitions claimed over this process's head (its record lapsed) are stood down. */
   const reconcile = async () => {
-    for (const [p, mine] of [...held]) {
-      const seen = view.claim(p);
+    for (const [key, mine] of [...held]) {
+      const seen = watch.claim(key);
       if (seen !== undefined && seen.revision > mine.revision && seen.owner !== member) {
-        logger.warn(log(p), "partition claimed by another member; standing down");
-        await standDown(p);
+        logger.warn(log(key), "partition claimed by another member; standing down");
+        await standDown(key);
       }
     }
   };
 
-  const wanted = () => {
+  const wanted = (group: string) => {
     const now = Date.now();
-    return new Set([...handlers.keys()].filter((p) => (sitOutUntil.get(p) ?? 0) <= now));
+    const partitions = new Set<number>();
+    for (let p = 0; p < (deps.groups[group] ?? 0); p++) {
+      const key = claimKey(group, p);
+      if (handlers.has(key) && (sitOutUntil.get(key) ?? 0) <= now) partitions.add(p);
+    }
+    return partitions;
   };
 
-  async function decide() {
-    if (stopped || memberRevision === 0) return;
-    await reconcile();
+  const decideGroup = async (group: string) => {
     const actions = decideClaims({
       me: member,
-      total: deps.partitions,
-      wanted: wanted(),
-      members: view.liveMembers(),
-      owners: view.owners(),
+      total: deps.groups[group] ?? 0,
+      wanted: wanted(group),
+      members: watch.liveMembers(group),
+      owners: watch.owners(group),
       stable: stableTicks >= STABLE_TICKS,
     });
     for (const action of actions) {
       if (stopped) return;
-      if (action.kind === "claim") await claim(action.partition);
+      if (action.kind === "claim") await claim(group, action.partition);
       else {
-        logger.info(log(action.partition), "partition released for the fair share");
-        await release(action.partition);
+        const key = claimKey(group, action.partition);
+        logger.info(log(key), "partition released for the fair share");
+        await release(key);
       }
     }
+  };
+
+  async function decideAll() {
+    if (stopped || memberRevision === 0) return;
+    await reconcile();
+    for (const group of groups) await decideGroup(group);
   }
 
   const tick = async () => {
     if (stopped) return;
     await renew();
-    const now = view.liveMembers().join(",");
+    const now = groups.map((g) => `${g}:${watch.liveMembers(g).join(",")}`).join(" ");
     stableTicks = now === membership ? stableTicks + 1 : 0;
     membership = now;
-    await decide();
+    await decideAll();
   };
 
   const schedule = () => {
@@ -243,51 +265,52 @@ export function createPartitionClaims(deps: {
     timer = setTimeout(() => void serialised(tick).then(schedule), RENEW_EVERY_MS);
   };
 
-  const begin = async () => {
-    started = true;
-    await view.open();
-    await serialised(tick);
-    schedule();
-  };
-
   const stopAll = async () => {
     if (stopped) return;
     stopped = true;
     clearTimeout(timer);
     await busy;
-    for (const p of [...held.keys()]) await release(p);
-    view.close();
+    for (const key of [...held.keys()]) await release(key);
+    await watch.close();
     if (memberRevision !== 0) {
       await deps.leases
-        .delete(memberKey(group, member), { previousSeq: memberRevision })
+        .delete(memberKey(member), { previousSeq: memberRevision })
         .catch(() => undefined);
     }
   };
 
-  const lease = (p: number): Lease => {
-    if (!Number.isInteger(p) || p < 0 || p >= deps.partitions) {
-      throw new RangeError(`partition ${p} is outside 0..${deps.partitions - 1} of ${group}`);
+  const lease = (group: string, partition: number): Lease => {
+    const total = deps.groups[group];
+    if (total === undefined) throw new RangeError(`"${group}" is not a claims group`);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= total) {
+      throw new RangeError(`partition ${partition} is outside 0..${total - 1} of ${group}`);
     }
+    const key = claimKey(group, partition);
     return {
       async start(h) {
-        handlers.set(p, h);
-        if (!started) return begin();
-        await serialised(decide);
+        handlers.set(key, h);
+        if (started) return serialised(decideAll);
+        started = true;
+        await watch.open();
+        await serialised(tick);
+        schedule();
       },
-      holding: () => holding(p),
+      holding: () => holding(key),
       async stop() {
-        const h = handlers.get(p);
+        const h = handlers.get(key);
         if (h === undefined) return;
-        handlers.delete(p);
-        await serialised(() => release(p, h));
+        handlers.delete(key);
+        await serialised(() => release(key, h));
         if (handlers.size === 0) await stopAll();
       },
     };
   };
 
-  return {
-    lease,
-    held: () => [...held.keys()].filter(holding).sort((a, b) => a - b),
-    stop: stopAll,
-  };
+  const heldOf = (group: string) =>
+    [...held]
+      .filter(([key, h]) => h.group === group && holding(key))
+      .map(([, h]) => h.partition)
+      .sort((a, b) => a - b);
+
+  return { lease, held: heldOf, stop: stopAll };
 }

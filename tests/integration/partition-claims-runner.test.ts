@@ -1,7 +1,7 @@
 /**
  * The projection runner on partition claims, on a real nats-server: a throwaway read model
  * (events counted per partition) over 4 partitions (here one client's subjects each, on the one
- * events stream), 3 members each running 4 runners with `slot.lease = claims.lease(p)`. A member
+ * events stream), 3 members each running 4 runners with `slot.lease = claims.lease("counter", p)`. A member
  * dies holding partitions (its connection closes, nothing released); the others fold them again.
  * Per partition the count never goes backwards and ends exact, and the dead member writes
  * nothing once another has.
@@ -102,8 +102,7 @@ async function member(url: string, writer: string, stores: PartitionStore[]): Pr
   const claims = createPartitionClaims({
     leases: await openLeaseBucket(nc, { replicas: 1 }),
     claims: await openClaimsBucket(nc, { replicas: 1 }),
-    group: "counter",
-    partitions: P,
+    groups: { counter: P },
     holder: writer,
     logger,
   });
@@ -116,7 +115,7 @@ async function member(url: string, writer: string, stores: PartitionStore[]): Pr
         partition,
         durable: `throwaway-counter-p${partition}`,
         filterSubject: `${EVENT_SUBJECT_ROOT}.${CLIENTS[partition]?.id}.>`,
-        lease: claims.lease(partition),
+        lease: claims.lease("counter", partition),
       },
       model: countModel(store, writer, partition),
       pace: {
@@ -165,20 +164,20 @@ test("three members fold 4 partitions; one dies; counts stay exact and never go 
   const members = { a, b, c };
   await waitFor(
     "a, b and c to share the 4 partitions",
-    () => Object.values(members).every((m) => m.claims.held().length >= 1),
+    () => Object.values(members).every((m) => m.claims.held("counter").length >= 1),
     { timeoutMs: 20_000 },
   );
   await submit(0, 40);
   await waitFor("every event counted", countedAll, { timeoutMs: 20_000 });
 
-  const ofB = b.claims.held();
+  const ofB = b.claims.held("counter");
   expect(ofB.length).toBeGreaterThan(0);
   const writesBeforeKill = stores.map((s) => s.writes.length);
   await b.nc.close(); // b dies holding its partitions: nothing released
   await submit(40, 80);
   await waitFor(
     "a and c to take b's partitions",
-    () => a.claims.held().length + c.claims.held().length === P,
+    () => a.claims.held("counter").length + c.claims.held("counter").length === P,
     { timeoutMs: LEASE_TTL_MS + 2_000 },
   );
   await waitFor("every event counted after b died", countedAll, { timeoutMs: 20_000 });

@@ -37,13 +37,12 @@ async function member(url: string, name: string, partitions: number): Promise<Me
   const claims = createPartitionClaims({
     leases: await openLeaseBucket(nc, { replicas: 1 }),
     claims: await openClaimsBucket(nc, { replicas: 1 }),
-    group: "counter",
-    partitions,
+    groups: { counter: partitions },
     holder: name,
     logger,
   });
   const events: string[] = [];
-  const leases = [...Array(partitions).keys()].map((p) => claims.lease(p));
+  const leases = [...Array(partitions).keys()].map((p) => claims.lease("counter", p));
   for (const [p, lease] of leases.entries()) {
     await lease.start({
       lead: async () => void events.push(`lead ${p}`),
@@ -67,7 +66,7 @@ function watchOverlaps(members: () => readonly Member[], partitions: number) {
   return { overlaps, samples: () => samples, stop: () => clearInterval(timer) };
 }
 
-const counts = (members: readonly Member[]) => members.map((m) => m.claims.held().length);
+const counts = (members: readonly Member[]) => members.map((m) => m.claims.held("counter").length);
 
 test("three members share 4 partitions fairly, stay put at rest, and take over from a dead and a stopped one", async () => {
   await using nats = await startNats();
@@ -77,7 +76,7 @@ test("three members share 4 partitions fairly, stay put at rest, and take over f
 
   const a = await member(nats.url, "a", 4);
   members.push(a);
-  await waitFor("a to claim all 4", () => a.claims.held().length === 4);
+  await waitFor("a to claim all 4", () => a.claims.held("counter").length === 4);
 
   members.push(await member(nats.url, "b", 4), await member(nats.url, "c", 4));
   const [, b, c] = members as [Member, Member, Member];
@@ -91,22 +90,22 @@ test("three members share 4 partitions fairly, stay put at rest, and take over f
   );
 
   // A quiet window of several renewals: no claim is written, nobody's share moves.
-  const shares = members.map((m) => m.claims.held());
+  const shares = members.map((m) => m.claims.held("counter"));
   const claimsBefore = (await jsm.streams.info(`KV_${CLAIMS_BUCKET}`)).state.last_seq;
   await Bun.sleep(5_000);
-  expect(members.map((m) => m.claims.held())).toEqual(shares);
+  expect(members.map((m) => m.claims.held("counter"))).toEqual(shares);
   expect((await jsm.streams.info(`KV_${CLAIMS_BUCKET}`)).state.last_seq).toBe(claimsBefore);
 
   // b dies (its connection closes, nothing released): a and c fold its partitions after its
   // member record expires.
-  const ofB = b.claims.held();
+  const ofB = b.claims.held("counter");
   await b.nc.close();
   await waitFor(
     "a and c to hold all 4 after b died",
-    () => a.claims.held().length + c.claims.held().length === 4,
+    () => a.claims.held("counter").length + c.claims.held("counter").length === 4,
     { timeoutMs: LEASE_TTL_MS + 2_000 },
   );
-  expect(b.claims.held()).toEqual([]);
+  expect(b.claims.held("counter")).toEqual([]);
   expect(b.events.filter((e) => e.startsWith("standDown")).sort()).toEqual(
     ofB.map((p) => `standDown ${p}`).sort(),
   );
@@ -114,7 +113,7 @@ test("three members share 4 partitions fairly, stay put at rest, and take over f
   // c stops cleanly: its claims are released and a takes them before any record would expire.
   const stoppedAt = performance.now();
   await c.claims.stop();
-  await waitFor("a to hold all 4 after c stopped", () => a.claims.held().length === 4, {
+  await waitFor("a to hold all 4 after c stopped", () => a.claims.held("counter").length === 4, {
     timeoutMs: LEASE_TTL_MS,
     intervalMs: 10,
   });
@@ -132,26 +131,68 @@ test("three members share 4 partitions fairly, stay put at rest, and take over f
 test("a member stopping hands every partition over and deletes its member record", async () => {
   await using nats = await startNats();
   const a = await member(nats.url, "a", 2);
-  await waitFor("a to claim both", () => a.claims.held().length === 2);
+  await waitFor("a to claim both", () => a.claims.held("counter").length === 2);
   const b = await member(nats.url, "b", 2);
   await a.claims.stop();
   expect(a.events.sort()).toEqual(["lead 0", "lead 1", "standDown 0", "standDown 1"]);
-  await waitFor("b to claim both", () => b.claims.held().length === 2, { timeoutMs: 2_000 });
+  await waitFor("b to claim both", () => b.claims.held("counter").length === 2, {
+    timeoutMs: 2_000,
+  });
   const leases = await openLeaseBucket(nats.nc, { replicas: 1 });
   const keys: string[] = [];
-  for await (const key of await leases.keys("members.counter.>")) keys.push(key);
+  for await (const key of await leases.keys("members.>")) keys.push(key);
   expect(keys).toHaveLength(1); // b's own; a's was deleted, not left to expire
   await b.claims.stop();
   await a.nc.close();
   await b.nc.close();
 });
 
-test("at rest, 16 partitions cost one member renewal a second and no JetStream API call", async () => {
+/** One process's claims for co-located read models: two groups behind one member record. */
+async function colocated(url: string, name: string, partitions: number) {
+  const nc = await connect({ servers: url, name });
+  const claims = createPartitionClaims({
+    leases: await openLeaseBucket(nc, { replicas: 1 }),
+    claims: await openClaimsBucket(nc, { replicas: 1 }),
+    groups: { projector: partitions, indexer: partitions },
+    holder: name,
+    logger: captureLogger().logger,
+  });
+  for (const group of ["projector", "indexer"]) {
+    for (let p = 0; p < partitions; p++) {
+      await claims.lease(group, p).start({ lead: async () => {}, standDown: async () => {} });
+    }
+  }
+  return { nc, claims };
+}
+
+test("co-located groups share one member record and each group is shared fairly", async () => {
+  await using nats = await startNats();
+  const a = await colocated(nats.url, "a", 4);
+  const b = await colocated(nats.url, "b", 4);
+  const fair = () =>
+    ["projector", "indexer"].every(
+      (g) => a.claims.held(g).length === 2 && b.claims.held(g).length === 2,
+    );
+  await waitFor("a and b to hold 2 of each group", fair, { timeoutMs: 20_000 });
+  const leases = await openLeaseBucket(nats.nc, { replicas: 1 });
+  const keys: string[] = [];
+  for await (const key of await leases.keys()) keys.push(key);
+  expect(keys.sort()).toHaveLength(2); // one member record per process, not per group
+  expect(keys.every((k) => k.startsWith("members."))).toBe(true);
+  await a.claims.stop();
+  await b.claims.stop();
+  await a.nc.close();
+  await b.nc.close();
+}, 30_000);
+
+test("at rest, two groups of 16 partitions cost one member renewal a second and no JetStream API call", async () => {
   const monitorPort = await freePort();
   await using nats = await startNats({ args: ["-m", String(monitorPort)] });
   const jsm = await jetstreamManager(nats.nc);
-  const a = await member(nats.url, "a", 16);
-  await waitFor("a to claim all 16", () => a.claims.held().length === 16);
+  const a = await colocated(nats.url, "a", 16);
+  await waitFor("a to claim all 16 of each group", () =>
+    ["projector", "indexer"].every((g) => a.claims.held(g).length === 16),
+  );
   await Bun.sleep(3_000); // past the stability window: nothing is pending
 
   const read = async () => {
@@ -177,8 +218,8 @@ test("at rest, 16 partitions cost one member renewal a second and no JetStream A
   expect(renewals).toBeGreaterThanOrEqual(1);
   expect(renewals).toBeLessThanOrEqual(windowMs / 1_000 + 1);
   console.log(
-    `idle, P=16, one member: ${renewals} KV writes in ${windowMs} ms, ${after.api - before.api - 2} API calls`,
+    `idle, 2 groups x 16 partitions, one process: ${renewals} KV writes in ${windowMs} ms, ${after.api - before.api - 2} API calls`,
   );
   await a.claims.stop();
   await a.nc.close();
-}, 30_000);
+}, 40_000);
