@@ -208,8 +208,10 @@ test("at rest, two groups of 16 partitions cost one member renewal a second and 
     };
   };
   const before = await read();
+  const cpuBefore = process.cpuUsage();
   const windowMs = 10_000;
   await Bun.sleep(windowMs);
+  const cpu = process.cpuUsage(cpuBefore);
   const after = await read();
   const renewals = after.leases - before.leases;
   // The two stream infos of `read` itself are the only API calls in the window.
@@ -218,7 +220,9 @@ test("at rest, two groups of 16 partitions cost one member renewal a second and 
   expect(renewals).toBeGreaterThanOrEqual(1);
   expect(renewals).toBeLessThanOrEqual(windowMs / 1_000 + 1);
   console.log(
-    `idle, 2 groups x 16 partitions, one process: ${renewals} KV writes in ${windowMs} ms, ${after.api - before.api - 2} API calls`,
+    `idle, 2 groups x 16 partitions, one process: ${renewals} KV writes in ${windowMs} ms, ` +
+      `${after.api - before.api - 2} API calls, ` +
+      `${((cpu.user + cpu.system) / (windowMs * 1_000)).toFixed(4)} cores (this process)`,
   );
   await a.claims.stop();
   await a.nc.close();
