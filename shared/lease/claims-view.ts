@@ -144,11 +144,6 @@ export function createClaimsWatch(deps: {
     noteMember(member: string, groups: readonly string[]) {
       members.set(member, { seenAt: Date.now(), groups: [...groups] });
     },
-    /** A member whose record was found in the bucket: alive, whatever the watch said. */
-    stillThere(member: string) {
-      const known = members.get(member);
-      if (known) known.seenAt = Date.now();
-    },
     forgetMember(member: string) {
       members.delete(member);
     },

@@ -20,8 +20,11 @@ import {
 import { decideClaims } from "./partitions-decide.ts";
 
 const RENEW_EVERY_MS = 1_000;
-/** Beyond the TTL: a member not seen renewing for this much longer is counted out of the share. */
-const MEMBER_GONE_SLACK_MS = 500;
+/**
+ * Beyond the TTL: a member not seen renewing for this much longer is counted out of the share
+ * (its record has expired by then, unless a renewal reached this process late).
+ */
+const MEMBER_GONE_SLACK_MS = 250;
 /** Renewals with an unchanged membership before anyone releases a partition (no flapping). */
 const STABLE_TICKS = 2;
 
@@ -147,12 +150,15 @@ export function createPartitionClaims(deps: {
       renewed_at: new Date().toISOString(),
     };
     const value = JSON.stringify(record);
+    // The record's TTL runs from when the server stored it, which is after this: holding()
+    // counts from here, so a slow answer never stretches a holder past its record's expiry.
+    const sentAt = Date.now();
     try {
       memberRevision =
         memberRevision === 0
           ? await deps.leases.create(memberKey(member), value)
           : await deps.leases.update(memberKey(member), value, memberRevision);
-      renewedAt = Date.now();
+      renewedAt = sentAt;
       watch.noteMember(member, groups);
     } catch (err) {
       await loseAll((err as Error).message);
@@ -168,16 +174,20 @@ export function createPartitionClaims(deps: {
     await release(key);
   };
 
-  /** Claims a partition (create, or compare-and-set over a free claim) and starts its work. */
-  const claim = async (group: string, partition: number) => {
+  /**
+   * Claims a partition (create, or compare-and-set over a free claim) and starts its work.
+   * `ownerGone` asks the server whether a member record is gone (expired or deleted): a claim
+   * is taken over only on its word, not on this process's clock.
+   */
+  const claim = async (
+    group: string,
+    partition: number,
+    ownerGone: (owner: string) => Promise<boolean>,
+  ) => {
     const key = claimKey(group, partition);
     const seen = watch.claim(key);
     const owner = seen?.owner;
-    if (owner !== undefined && owner !== member) {
-      // The server's word that the owner is gone: its member record expired or was deleted.
-      const record = await deps.leases.get(memberKey(owner));
-      if (record !== null && record.operation === "PUT") return watch.stillThere(owner);
-    }
+    if (owner !== undefined && owner !== member && !(await ownerGone(owner))) return;
     const epoch = (seen?.epoch ?? 0) + 1;
     const value: ClaimRecord = { owner: member, holder: deps.holder, epoch };
     let revision: number;
@@ -225,7 +235,7 @@ export function createPartitionClaims(deps: {
     return partitions;
   };
 
-  const decideGroup = async (group: string) => {
+  const decideGroup = async (group: string, ownerGone: (owner: string) => Promise<boolean>) => {
     const actions = decideClaims({
       me: member,
       total: deps.groups[group] ?? 0,
@@ -236,7 +246,7 @@ export function createPartitionClaims(deps: {
     });
     for (const action of actions) {
       if (stopped) return;
-      if (action.kind === "claim") await claim(group, action.partition);
+      if (action.kind === "claim") await claim(group, action.partition, ownerGone);
       else {
         const key = claimKey(group, action.partition);
         logger.info(log(key), "partition released for the fair share");
@@ -248,7 +258,17 @@ export function createPartitionClaims(deps: {
   async function decideAll() {
     if (stopped || memberRevision === 0) return;
     await reconcile();
-    for (const group of groups) await decideGroup(group);
+    // One read per owner per decision, however many of its partitions are up for taking.
+    const gone = new Map<string, Promise<boolean>>();
+    const ownerGone = (owner: string) => {
+      let answer = gone.get(owner);
+      if (answer === undefined) {
+        answer = deps.leases.get(memberKey(owner)).then((e) => e === null || e.operation !== "PUT");
+        gone.set(owner, answer);
+      }
+      return answer;
+    };
+    for (const group of groups) await decideGroup(group, ownerGone);
   }
 
   const tick = async () => {
