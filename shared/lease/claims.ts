@@ -25,8 +25,12 @@ const RENEW_EVERY_MS = 1_000;
  * (its record has expired by then, unless a renewal reached this process late).
  */
 const MEMBER_GONE_SLACK_MS = 250;
-/** Renewals with an unchanged membership before anyone releases a partition (no flapping). */
-const STABLE_TICKS = 2;
+/**
+ * Renewals with an unchanged membership before anyone releases a partition (no flapping): longer
+ * than a member record lives, so a member that joins again under a new id, its old record still
+ * counted for up to the TTL, makes nobody release.
+ */
+const STABLE_TICKS = 4;
 
 /** Hands out one {@link Lease} per partition of each group; all share one member record. */
 export interface PartitionClaims {
@@ -144,9 +148,14 @@ export function createPartitionClaims(deps: {
   };
 
   const renew = async () => {
+    // Only the groups it competes in: a member counted in a group's share that never claims
+    // would keep a partition free for good.
+    const competing = groups.filter((g) =>
+      [...handlers.keys()].some((k) => k.startsWith(`${g}.p`)),
+    );
     const record: MemberRecord = {
       holder: deps.holder,
-      groups,
+      groups: competing,
       renewed_at: new Date().toISOString(),
     };
     const value = JSON.stringify(record);
@@ -159,7 +168,7 @@ export function createPartitionClaims(deps: {
           ? await deps.leases.create(memberKey(member), value)
           : await deps.leases.update(memberKey(member), value, memberRevision);
       renewedAt = sentAt;
-      watch.noteMember(member, groups);
+      watch.noteMember(member, competing);
     } catch (err) {
       await loseAll((err as Error).message);
     }

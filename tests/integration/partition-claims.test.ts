@@ -147,8 +147,16 @@ test("a member stopping hands every partition over and deletes its member record
   await b.nc.close();
 });
 
-/** One process's claims for co-located read models: two groups behind one member record. */
-async function colocated(url: string, name: string, partitions: number) {
+/**
+ * One process's claims for co-located read models: two groups behind one member record; it
+ * starts the leases of `running` (both groups unless told).
+ */
+async function colocated(
+  url: string,
+  name: string,
+  partitions: number,
+  running: readonly string[] = ["projector", "indexer"],
+) {
   const nc = await connect({ servers: url, name });
   const claims = createPartitionClaims({
     leases: await openLeaseBucket(nc, { replicas: 1 }),
@@ -157,7 +165,7 @@ async function colocated(url: string, name: string, partitions: number) {
     holder: name,
     logger: captureLogger().logger,
   });
-  for (const group of ["projector", "indexer"]) {
+  for (const group of running) {
     for (let p = 0; p < partitions; p++) {
       await claims.lease(group, p).start({ lead: async () => {}, standDown: async () => {} });
     }
@@ -179,11 +187,27 @@ test("co-located groups share one member record and each group is shared fairly"
   for await (const key of await leases.keys()) keys.push(key);
   expect(keys.sort()).toHaveLength(2); // one member record per process, not per group
   expect(keys.every((k) => k.startsWith("members."))).toBe(true);
-  await a.claims.stop();
-  await b.claims.stop();
-  await a.nc.close();
-  await b.nc.close();
-}, 30_000);
+
+  // c runs only an indexer: it takes a share of the indexer's partitions and none of the
+  // projector's, and a and b, not counting it there, keep 2 projector partitions each.
+  const c = await colocated(nats.url, "c", 4, ["indexer"]);
+  await waitFor(
+    "the indexer's 4 shared by a, b and c, 1 or 2 each",
+    () => {
+      const n = [a, b, c].map((m) => m.claims.held("indexer").length);
+      return n.every((x) => x >= 1 && x <= 2) && n.reduce((x, y) => x + y) === 4;
+    },
+    { timeoutMs: 20_000 },
+  );
+  // Longer than the stability window a release waits for: a and b would have given one up by then.
+  await Bun.sleep(6_000);
+  expect(c.claims.held("projector")).toEqual([]);
+  expect([a, b].map((m) => m.claims.held("projector").length)).toEqual([2, 2]);
+  for (const m of [a, b, c]) {
+    await m.claims.stop();
+    await m.nc.close();
+  }
+}, 40_000);
 
 test("at rest, two groups of 16 partitions cost one member renewal a second and no JetStream API call", async () => {
   const monitorPort = await freePort();
