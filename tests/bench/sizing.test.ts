@@ -242,7 +242,7 @@ describe("partitioned sizing model", () => {
 
   test("the committed partitioned inputs reproduce the table docs/deploy.md shows", () => {
     const fixture = JSON.parse(readFileSync(join(ROOT, "bench/sizing-inputs.json"), "utf8"));
-    expect(fixture.partitioned.source).toContain("2026-11-26 14:53 UTC");
+    expect(fixture.partitioned.source).toContain("2026-11-26 15:03 UTC");
     const plan = { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN };
     const fromFixture = partitionInputsFromFixture(fixture, plan);
     const rows = [10_000, 50_000, 100_000].map((rate) => sizePartitioned(rate, fromFixture));
