@@ -48,7 +48,7 @@ import {
   parsePartitionList,
   partitionGoals,
   partitionsScenario,
-  renderPartitionsReport,
+  savePartitionsRun,
 } from "./lib/partitions.ts";
 import { type Peer, parsePeerSelection, startPeer } from "./lib/peers.ts";
 import { HUB_PROCS, HUB_SERVICES } from "./lib/phase.ts";
@@ -484,17 +484,7 @@ async function runPartitions(
     counts,
   );
   results.goals = partitionGoals(figures);
-  const resultsDir = join(ROOT, "bench/results");
-  mkdirSync(resultsDir, { recursive: true });
-  const file = join(resultsDir, `${results.startedAt.replace(/[:.]/g, "-")}-partitions.json`);
-  writeFileSync(file, `${JSON.stringify({ ...results, partitions: figures }, null, 2)}\n`);
-  const m = results.machine;
-  process.stdout.write(
-    `\nmachine: ${m.cores} cores, ${m.memoryGb} GB; Bun ${results.versions.bun}, nats-server ${results.versions.nats}, hub ${results.versions.hub}\n`,
-  );
-  process.stdout.write(renderPartitionsReport(figures));
-  for (const n of results.notes) process.stdout.write(`note: ${n}\n`);
-  process.stdout.write(`\nraw figures: ${file}\n`);
+  savePartitionsRun(results, figures);
 }
 
 try {

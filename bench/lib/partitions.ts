@@ -5,7 +5,9 @@
  * window after settling, then the e2e closed loop (bench.echo with a callback) with CPU of every
  * hub process and nats-server's counters read before it and after its drain.
  */
-import { round } from "./common.ts";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT, round } from "./common.ts";
 import { evaluatePartitionGoals, fmtNum as fmt, type GoalRow, status } from "./goals.ts";
 import type { CostTotals, JetStreamMonitor } from "./jetstream.ts";
 import { cpuUsPerUnit, HUB_PROCS } from "./phase.ts";
@@ -150,4 +152,28 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
     ),
     "",
   ].join("\n");
+}
+
+/** Writes bench/results/<start>-partitions.json and prints the report. */
+export function savePartitionsRun(
+  results: {
+    readonly startedAt: string;
+    readonly machine: Record<string, unknown>;
+    readonly versions: Record<string, string>;
+    readonly notes: readonly string[];
+  },
+  figures: readonly PartitionFigures[],
+): void {
+  const resultsDir = join(ROOT, "bench/results");
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `${results.startedAt.replace(/[:.]/g, "-")}-partitions.json`);
+  writeFileSync(file, `${JSON.stringify({ ...results, partitions: figures }, null, 2)}\n`);
+  const m = results.machine;
+  const v = results.versions;
+  process.stdout.write(
+    `\nmachine: ${m.cores} cores, ${m.memoryGb} GB; Bun ${v.bun}, nats-server ${v.nats}, hub ${v.hub}\n`,
+  );
+  process.stdout.write(renderPartitionsReport(figures));
+  for (const n of results.notes) process.stdout.write(`note: ${n}\n`);
+  process.stdout.write(`\nraw figures: ${file}\n`);
 }
