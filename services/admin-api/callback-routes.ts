@@ -42,7 +42,7 @@ export async function redeliverOne(
 ): Promise<Response> {
   const { caller, clientId } = await beginJobAction(ctx, request, jobId);
   const result = await requestRedelivery(
-    { js: ctx.js, jsm: ctx.jsm, clock: ctx.clock, ids: ctx.ids },
+    { js: ctx.js, jsm: ctx.jsm, layout: ctx.layout, clock: ctx.clock, ids: ctx.ids },
     jobId,
     { clientId, requestedBy: operatorName(caller) },
   );
@@ -129,7 +129,7 @@ export async function redeliverBulk(ctx: AdminContext, request: Request): Promis
     const page = await store.page({ filter, limit: 200, ...(after ? { after } : {}) });
     for (const view of page.views) {
       const result = await requestRedelivery(
-        { js: ctx.js, jsm: ctx.jsm, clock: ctx.clock, ids: ctx.ids },
+        { js: ctx.js, jsm: ctx.jsm, layout: ctx.layout, clock: ctx.clock, ids: ctx.ids },
         view.job_id,
         { clientId: view.client_id, requestedBy: operatorName(caller) },
       );

@@ -12,6 +12,7 @@ import {
 import { readBodyCapped } from "../../shared/http/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import { findJobClient, type JobRef } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
@@ -24,6 +25,7 @@ export interface AdminContext {
   readonly natsConnected: () => boolean;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly config: Config;
   readonly routes: RouteTable;
   /** The search index; without it search, counts and bulk actions answer 404. */
@@ -138,7 +140,7 @@ export async function ownerOf(ctx: AdminContext, jobId: string): Promise<string 
     const found = page.views[0]?.client_id;
     if (found) return found;
   }
-  return findJobClient(ctx.jsm, jobId);
+  return findJobClient(ctx, jobId);
 }
 
 /** The audit name of an operator in events that take a free-text requester. */

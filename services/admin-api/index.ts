@@ -62,6 +62,7 @@ export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
     nc: hub.nc,
     js: hub.js,
     jsm: hub.jsm,
+    layout: hub.layout,
     natsConnected: hub.connected,
     config,
     routes: createRouteTable(config),

@@ -46,7 +46,7 @@ export async function jobDetail(
   requireEventStore(ctx);
   const clientId = await ownerOf(ctx, jobId);
   if (clientId === undefined) throw jobNotFound(jobId);
-  const history = await readJobHistory(ctx.jsm, { client_id: clientId, job_id: jobId });
+  const history = await readJobHistory(ctx, { client_id: clientId, job_id: jobId });
   const view = foldHistory(history);
   if (view === null) throw jobNotFound(jobId);
   const payloads = caller.operator.read_payloads;
@@ -73,6 +73,7 @@ export async function cancelAsOperator(
       nc: ctx.nc,
       js: ctx.js,
       jsm: ctx.jsm,
+      layout: ctx.layout,
       clock: ctx.clock,
       ids: ctx.ids,
       route: ctx.routes.route,
@@ -108,7 +109,14 @@ export async function retryAsOperator(
 ): Promise<Response> {
   const { caller, clientId } = await beginJobAction(ctx, request, jobId);
   const outcome = await retryJob(
-    { js: ctx.js, jsm: ctx.jsm, clock: ctx.clock, ids: ctx.ids, deriveJobId: ctx.deriveJobId },
+    {
+      js: ctx.js,
+      jsm: ctx.jsm,
+      layout: ctx.layout,
+      clock: ctx.clock,
+      ids: ctx.ids,
+      deriveJobId: ctx.deriveJobId,
+    },
     { clientId, jobId, by: { kind: "operator", id: caller.operator.id } },
   );
   ctx.logger.info(

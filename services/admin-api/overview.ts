@@ -80,9 +80,21 @@ export async function overview(ctx: AdminContext, request: Request): Promise<Res
   const eventStore = consumers === null ? "unreachable" : "reachable";
   const delivered = sumBy(callbacks, "status").delivered ?? 0;
   const failed = sumBy(callbacks, "status").failed ?? 0;
-  const projector = consumers?.find(
-    (c) => c.stream === TOPOLOGY.eventsStream && c.name === TOPOLOGY.consumers.projector,
+  // Summed over the partitions' projector durables (one per partition stream).
+  const eventStreams = new Set(ctx.layout.streams());
+  const projectors = consumers?.filter(
+    (c) => eventStreams.has(c.stream) && c.name === TOPOLOGY.consumers.projector,
   );
+  const projector =
+    projectors === undefined || projectors.length === 0
+      ? undefined
+      : projectors.reduce(
+          (a, c) => ({
+            pending: a.pending + c.pending,
+            ack_pending: a.ack_pending + c.ack_pending,
+          }),
+          { pending: 0, ack_pending: 0 },
+        );
   return json({
     now: new Date(now).toISOString(),
     per_minute: { from: new Date((nowMinute - 59) * MINUTE).toISOString(), accepted, completed },

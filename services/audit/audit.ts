@@ -12,7 +12,7 @@ import {
 } from "../../shared/audit/index.ts";
 import { checkEvent, EVENT_SUBJECT_ROOT, readStream } from "../../shared/bus/index.ts";
 import type { JobView } from "../../shared/domain/index.ts";
-import { jobRefOfSubject, jobViewKey } from "../../shared/jobs/index.ts";
+import { jobRefOfEventSubject, jobViewKey } from "../../shared/jobs/index.ts";
 
 const decoder = new TextDecoder();
 
@@ -26,8 +26,11 @@ export interface AuditReport {
 }
 
 /** Every stored message of the stream, parsed, in order. */
-export async function* streamRecords(js: JetStreamClient): AsyncGenerator<AuditRecord> {
-  for await (const record of readStream(js)) {
+export async function* streamRecords(
+  js: JetStreamClient,
+  stream?: string,
+): AsyncGenerator<AuditRecord> {
+  for await (const record of readStream(js, stream === undefined ? {} : { stream })) {
     yield {
       seq: record.seq,
       subject: record.subject,
@@ -66,7 +69,7 @@ export async function auditRecords(
     for await (const record of records) {
       if (record.subject.startsWith(`${EVENT_SUBJECT_ROOT}.`)) {
         events++;
-        const ref = jobRefOfSubject(record.subject);
+        const ref = jobRefOfEventSubject(record.subject);
         try {
           if (ref) replayer.apply(jobViewKey(ref), record.seq, checkEvent(record.value));
         } catch {

@@ -2,19 +2,22 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { CryptoKey, KeyObject } from "jose";
 import {
   type AuditCheckpoint,
-  CHECKPOINT_SUBJECT,
   ChainSegment,
   GENESIS_HASH,
   isCheckpoint,
   signCheckpoint,
 } from "../../shared/audit/index.ts";
-import { EVENT_SUBJECT_ROOT, readStream, TOPOLOGY } from "../../shared/bus/index.ts";
+import { EVENT_SUBJECT_ROOT, readStream } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
 export interface CheckpointerDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
+  /** The partition whose stream this checkpointer seals (one chain per partition). */
+  readonly partition: number;
   readonly signingKey: CryptoKey | KeyObject;
   readonly keyId: string;
   readonly clock: Clock;
@@ -39,21 +42,21 @@ const decoder = new TextDecoder();
  */
 export function createCheckpointer(deps: CheckpointerDeps): Checkpointer {
   const maxEvents = deps.maxEvents ?? 10_000;
+  const stream = deps.layout.stream(deps.partition);
+  const checkpointSubject = deps.layout.checkpointSubject(deps.partition);
   let timer: ReturnType<typeof setInterval> | undefined;
   // Runs are serialised: a timer tick and an explicit runOnce never seal concurrently.
   let queue: Promise<unknown> = Promise.resolve();
 
   const lastCheckpoint = async (): Promise<{ seq: number; checkpoint?: AuditCheckpoint }> => {
-    const msg = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, {
-      last_by_subj: CHECKPOINT_SUBJECT,
-    });
+    const msg = await deps.jsm.streams.getMessage(stream, { last_by_subj: checkpointSubject });
     if (!msg) return { seq: 0 };
     const value: unknown = JSON.parse(decoder.decode(msg.data));
     return isCheckpoint(value) ? { seq: msg.seq, checkpoint: value } : { seq: msg.seq };
   };
 
   const sealOne = async (): Promise<boolean> => {
-    const info = await deps.jsm.streams.info(TOPOLOGY.eventsStream);
+    const info = await deps.jsm.streams.info(stream);
     const head = info.state.last_seq;
     const last = await lastCheckpoint();
     const fromSeq = last.checkpoint
@@ -62,7 +65,7 @@ export function createCheckpointer(deps: CheckpointerDeps): Checkpointer {
     if (fromSeq > head) return false;
     const segment = new ChainSegment(last.checkpoint?.data.hash ?? GENESIS_HASH);
     let toSeq = fromSeq - 1;
-    for await (const record of readStream(deps.js, { fromSeq })) {
+    for await (const record of readStream(deps.js, { stream, fromSeq })) {
       if (record.seq > head) break;
       toSeq = record.seq;
       if (record.subject.startsWith(`${EVENT_SUBJECT_ROOT}.`)) {
@@ -86,7 +89,7 @@ export function createCheckpointer(deps: CheckpointerDeps): Checkpointer {
       deps.signingKey,
     );
     try {
-      await deps.js.publish(CHECKPOINT_SUBJECT, JSON.stringify(checkpoint), {
+      await deps.js.publish(checkpointSubject, JSON.stringify(checkpoint), {
         expect: { lastSubjectSequence: last.seq },
         msgID: `checkpoint-${fromSeq}-${toSeq}`,
       });
@@ -98,7 +101,7 @@ export function createCheckpointer(deps: CheckpointerDeps): Checkpointer {
       return false;
     }
     deps.logger.info(
-      { from_seq: fromSeq, to_seq: toSeq, count: segment.count },
+      { partition: deps.partition, from_seq: fromSeq, to_seq: toSeq, count: segment.count },
       "audit checkpoint appended",
     );
     return true;

@@ -8,7 +8,7 @@ import {
   recordAttempt,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
-import { appendEvent, newEvent } from "../../shared/jobs/index.ts";
+import { appendEvent, type EventLayout, newEvent } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import {
@@ -49,6 +49,8 @@ export type DeliveryEnd =
 
 export interface AttemptRunnerDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly settings: CallbackSettings;
   readonly client: (clientId: string) => ClientConfig | undefined;
   readonly logger: Logger;
@@ -101,7 +103,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
 
   const append = async (d: Delivery, record: AttemptRecord): Promise<number | undefined> => {
     const event = newEvent(deps, d.job, record);
-    const result = await appendEvent(deps.js, event, {
+    const result = await appendEvent(deps, event, {
       expectedLastSubjectSeq: d.cbSeq,
       ...(d.traceparent ? { traceparent: d.traceparent } : {}),
     });

@@ -1,6 +1,5 @@
-import type { JetStreamManager } from "@nats-io/jetstream";
 import type { FinalEvent, JobErrorInfo, JobStatus, RunSummary } from "../../shared/domain/index.ts";
-import { readLastEvent } from "../../shared/jobs/index.ts";
+import { type EventStoreDeps, readLastEvent } from "../../shared/jobs/index.ts";
 import type { FinalJobStatus, JobCompletedEvent } from "../../shared/webhooks/index.ts";
 
 /** Largest callback body sent; receivers commonly cap webhook bodies near 20 kB. */
@@ -112,11 +111,11 @@ export function buildCallbackBody(view: CompletedJob, limit = MAX_CALLBACK_BODY_
 
 /** The run summary of a final event: carried by it, or (0.1 events, reports) read from `.run`. */
 export async function runSummaryOf(
-  jsm: JetStreamManager,
+  store: EventStoreDeps,
   event: FinalEvent,
 ): Promise<RunSummary | undefined> {
   if (event.data.run !== undefined) return event.data.run;
-  const run = await readLastEvent(jsm, event, "run");
+  const run = await readLastEvent(store, event, "run");
   if (run?.event.type !== "run.requested") return undefined;
   const { data } = run.event;
   return {

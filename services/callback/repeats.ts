@@ -1,6 +1,5 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
 /** How long a failed read of the stream's last sequence waits before the next try. */
@@ -12,7 +11,7 @@ export interface SeenMark {
    * event the stream held when this process last (re)connected, and for all while disconnected or
    * before that read returned.
    */
-  mayRepeat(streamSeq: number): boolean;
+  mayRepeat(streamSeq: number, partition: number): boolean;
   start(): Promise<void>;
   stop(): void;
 }
@@ -28,11 +27,14 @@ export interface SeenMark {
  */
 export function createSeenMark(deps: {
   readonly jsm: JetStreamManager;
+  /** Every partition's events stream, in partition order. */
+  readonly streams: readonly string[];
   /** The connection whose disconnects and reconnects move the mark. */
   readonly nc: Pick<NatsConnection, "status">;
   readonly logger: Logger;
 }): SeenMark {
-  let mark = Number.POSITIVE_INFINITY;
+  /** Per partition: the stream's last sequence at the last (re)connect. */
+  let marks: number[] = [];
   /** Bumped on every disconnect: a read begun before one must not lower the mark after it. */
   let epoch = 0;
   let stopped = false;
@@ -42,8 +44,8 @@ export function createSeenMark(deps: {
     const started = epoch;
     while (!stopped && started === epoch) {
       try {
-        const info = await deps.jsm.streams.info(TOPOLOGY.eventsStream);
-        if (started === epoch) mark = info.state.last_seq;
+        const infos = await Promise.all(deps.streams.map((s) => deps.jsm.streams.info(s)));
+        if (started === epoch) marks = infos.map((info) => info.state.last_seq);
         return;
       } catch (err) {
         deps.logger.warn(
@@ -59,7 +61,7 @@ export function createSeenMark(deps: {
     for await (const s of status) {
       if (s.type === "disconnect") {
         epoch++;
-        mark = Number.POSITIVE_INFINITY;
+        marks = [];
       } else if (s.type === "reconnect") {
         void read();
       }
@@ -67,7 +69,8 @@ export function createSeenMark(deps: {
   };
 
   return {
-    mayRepeat: (streamSeq) => streamSeq <= mark,
+    mayRepeat: (streamSeq, partition) =>
+      streamSeq <= (marks[partition] ?? Number.POSITIVE_INFINITY),
     async start() {
       void watch();
       await read();

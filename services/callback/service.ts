@@ -24,7 +24,7 @@ import {
   isFinalEventType,
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
-import { appendEvent, newEvent, readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
+import { appendEvent, type EventLayout, newEvent, readLastEvent } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { headerOf } from "../../shared/nats/index.ts";
@@ -58,6 +58,8 @@ const DEFER_MAX_MS = 5 * 60_000;
 
 export interface CallbackServiceDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   /** The connection's status: after a reconnect, earlier final events may be delivered again. */
   readonly nc: Pick<NatsConnection, "status">;
@@ -111,7 +113,12 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     connections,
   });
   let keepAlive: ReturnType<typeof setInterval> | undefined;
-  const seen = createSeenMark({ jsm: deps.jsm, nc: deps.nc, logger });
+  const seen = createSeenMark({
+    jsm: deps.jsm,
+    streams: deps.layout.streams(),
+    nc: deps.nc,
+    logger,
+  });
   const gate = createJobGate();
   /** Hands a delivery to its lane, or, while another of the same job runs here, puts it back. */
   const submit = (d: Delivery) => {
@@ -203,7 +210,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
                 type: "callback.failed",
                 data: { attempts: step.attempts, reason: step.reason ?? "exhausted" },
               });
-        const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: d.cbSeq });
+        const result = await appendEvent(deps, event, { expectedLastSubjectSeq: d.cbSeq });
         if (result.kind === "conflict") d.msg.nak(1_000);
         else d.msg.ack();
         return undefined;
@@ -230,7 +237,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     readonly traceparent?: string | undefined;
   }): Promise<Delivery | undefined> => {
     const { msg, event } = input;
-    const run = await runSummaryOf(deps.jsm, event);
+    const run = await runSummaryOf(deps, event);
     if (run?.callback_url === undefined) {
       msg.ack();
       return undefined;
@@ -247,7 +254,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       ...(traceparent ? { traceparent } : {}),
     };
     if (!input.fromLog) return { ...base, attempt: 1, cbSeq: 0 };
-    const last = await readLastEvent(deps.jsm, event, "cb");
+    const last = await readLastEvent(deps, event, "cb");
     const step = decideCallbackStep(input.trigger, last, nowMs());
     return applyStep(step, { ...base, cbSeq: last?.seq ?? 0 });
   };
@@ -265,7 +272,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       deferrals: 0,
       // A redelivered final event may have attempts recorded already, and so may one the
       // consumer delivers as new after nats-server restarted (repeats.ts).
-      fromLog: msg.info.redelivered || seen.mayRepeat(msg.seq),
+      fromLog: msg.info.redelivered || seen.mayRepeat(msg.seq, deps.layout.partitionOf(event)),
     });
     if (delivery) submit(delivery);
   };
@@ -278,7 +285,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     }
     const wait = Date.parse(entry.due_at) - nowMs();
     if (wait > SLACK_MS) return msg.nak(wait);
-    const stored = await deps.jsm.streams.getMessage(TOPOLOGY.eventsStream, {
+    const stored = await deps.jsm.streams.getMessage(deps.layout.streamOf(entry), {
       seq: entry.final_seq,
     });
     const event = stored === null ? undefined : decodeEvent(stored.data);
@@ -299,12 +306,9 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
   };
 
   /** Messages 0.1 parked in the callback consumer (retries waiting for their time). */
-  const parkedHere = async () => {
+  const parkedHere = async (stream: string) => {
     try {
-      const info = await deps.jsm.consumers.info(
-        TOPOLOGY.eventsStream,
-        TOPOLOGY.consumers.callback,
-      );
+      const info = await deps.jsm.consumers.info(stream, TOPOLOGY.consumers.callback);
       return info.num_ack_pending;
     } catch {
       return 0;
@@ -341,14 +345,18 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
       await ensureScheduleStreams(deps.jsm, { replicas: deps.replicas ?? 1 });
       await seen.start();
       const waitingBound = settings.maxWaitingPerDestination * 8;
-      await ensureDurable(deps.jsm, {
-        name: TOPOLOGY.consumers.callback,
-        filterSubject: subjectFilters.kind("job"),
-        ackWaitMs: ackWaitMs(settings),
-        // Only first deliveries in lanes are held here; everything that waits longer is queued.
-        // A store migrated from 0.1 may still hold retries parked here: room for those on top.
-        maxAckPending: waitingBound + settings.concurrency + 1_024 + (await parkedHere()),
-      });
+      for (let p = 0; p < deps.layout.partitions; p++) {
+        const stream = deps.layout.stream(p);
+        await ensureDurable(deps.jsm, {
+          stream,
+          name: TOPOLOGY.consumers.callback,
+          filterSubject: deps.layout.filters.kind(p, "job"),
+          ackWaitMs: ackWaitMs(settings),
+          // Only first deliveries in lanes are held here; what waits longer is queued. A store
+          // migrated from 0.1 may still hold retries parked here: room for those on top.
+          maxAckPending: waitingBound + settings.concurrency + 1_024 + (await parkedHere(stream)),
+        });
+      }
       await ensureDurable(deps.jsm, {
         stream: CALLBACK_QUEUE_STREAM,
         name: CALLBACK_QUEUE_CONSUMER,
@@ -357,7 +365,10 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         // Parked retries (nak with their delay) count here, not against first deliveries.
         maxAckPending: settings.maxQueuedInFlight,
       });
-      await consume(TOPOLOGY.eventsStream, TOPOLOGY.consumers.callback, onFinalEvent);
+      // Every replica consumes every partition's final events.
+      for (const stream of deps.layout.streams()) {
+        await consume(stream, TOPOLOGY.consumers.callback, onFinalEvent);
+      }
       await consume(CALLBACK_QUEUE_STREAM, CALLBACK_QUEUE_CONSUMER, onQueueEntry);
       // Deliveries waiting for their lane or being attempted (a slow receiver) hold their
       // message: keep it from being redelivered. One timer for all, not one per attempt.

@@ -34,7 +34,7 @@ export async function runCallbacksCommand(
   const clientFlag = values.client;
   const hub = deps.hub;
   const result = await requestRedelivery(
-    { js: hub.js, jsm: hub.jsm, clock: deps.clock, ids: deps.ids },
+    { js: hub.js, jsm: hub.jsm, layout: hub.layout, clock: deps.clock, ids: deps.ids },
     jobId,
     {
       ...(clientFlag ? { clientId: clientFlag } : {}),

@@ -169,6 +169,7 @@ export async function connectForCommand(
   const logger = createLogger({ level: env.SWITCHYARD_LOG_LEVEL ?? "warn", service: name });
   return connectHub(config, logger, name, {
     createTopology: false,
+    partitionsFromStore: true,
     onWaiting: (w) => {
       // A countdown for people; pipes stay quiet until the final error.
       if (io.tty) {

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { readStream } from "../../shared/bus/index.ts";
-import { subjectFilters } from "../../shared/jobs/index.ts";
+import { type EventLayout, type PartitionRecord, readPartitions } from "../../shared/jobs/index.ts";
 import { EVENTS_OPTIONS } from "./options.ts";
 
 export interface CommandIo {
@@ -12,6 +12,7 @@ export interface CommandIo {
 const decoder = new TextDecoder();
 
 interface EventFilter {
+  readonly partition?: number;
   readonly job?: string;
   readonly client?: string;
   readonly type?: string;
@@ -19,12 +20,90 @@ interface EventFilter {
   readonly until?: Date;
 }
 
-function subjectFor(filter: EventFilter): string | undefined {
+/** The subject filter of one partition's stream for the flags given. */
+function subjectFor(layout: EventLayout, p: number, filter: EventFilter): string | undefined {
   if (filter.client && filter.job)
-    return subjectFilters.job({ client_id: filter.client, job_id: filter.job });
-  if (filter.job) return subjectFilters.anyClientJob(filter.job);
-  if (filter.client) return subjectFilters.client(filter.client);
+    return layout.filters.job({ client_id: filter.client, job_id: filter.job });
+  if (filter.job) return layout.filters.anyClientJob(filter.job);
+  if (filter.client) return layout.filters.client(p, filter.client);
   return undefined;
+}
+
+/**
+ * The records to print: with --job only the job's partition; otherwise every partition, merged by
+ * receive time (to the head), or interleaved as they arrive (--follow).
+ */
+async function* recordsOf(
+  js: JetStreamClient,
+  layout: EventLayout,
+  options: {
+    filter: EventFilter;
+    fromSeq?: number | undefined;
+    since?: Date | undefined;
+    follow: boolean;
+    signal: AbortSignal;
+  },
+): AsyncGenerator<PartitionRecord> {
+  const { filter } = options;
+  const partitions =
+    filter.partition !== undefined
+      ? [filter.partition]
+      : filter.job
+        ? [layout.partitionOf({ job_id: filter.job })]
+        : layout.streams().map((_, p) => p);
+  const start = {
+    ...(options.fromSeq !== undefined
+      ? { fromSeq: options.fromSeq }
+      : options.since
+        ? { since: options.since }
+        : {}),
+    signal: options.signal,
+  };
+  if (!options.follow && layout.partitions > 1) {
+    yield* readPartitions(js, layout, {
+      ...start,
+      partitions,
+      filterOf: (p) => subjectFor(layout, p, filter),
+    });
+    return;
+  }
+  const streams = partitions.map((p) => {
+    const filterSubject = subjectFor(layout, p, filter);
+    return readStream(js, {
+      stream: layout.stream(p),
+      ...(filterSubject ? { filterSubject } : {}),
+      ...start,
+      follow: options.follow,
+    });
+  });
+  yield* fanIn(streams, partitions);
+}
+
+/** Records of several streams as they arrive, each stream's order kept. */
+async function* fanIn(
+  streams: AsyncGenerator<Omit<PartitionRecord, "partition">>[],
+  partitions: readonly number[],
+): AsyncGenerator<PartitionRecord> {
+  const pending = new Map<
+    number,
+    Promise<{ i: number; r: IteratorResult<Omit<PartitionRecord, "partition">> }>
+  >();
+  const pull = (i: number) => {
+    const it = streams[i];
+    if (it)
+      pending.set(
+        i,
+        it.next().then((r) => ({ i, r })),
+      );
+  };
+  for (let i = 0; i < streams.length; i++) pull(i);
+  while (pending.size > 0) {
+    const { i, r } = await Promise.race(pending.values());
+    pending.delete(i);
+    if (r.done) continue;
+    yield { ...r.value, partition: partitions[i] ?? 0 };
+    pull(i);
+  }
 }
 
 function pretty(seq: number, time: string, value: Record<string, unknown>): string {
@@ -48,6 +127,10 @@ export function eventsArgsProblem(values: Readonly<Record<string, unknown>>): st
       return `--${name} takes an RFC 3339 time, got '${given}'`;
     }
   }
+  const partition = values.partition;
+  if (typeof partition === "string" && !/^(0|[1-9][0-9]*)$/.test(partition)) {
+    return `--partition takes a partition number from 0, got '${partition}'`;
+  }
   for (const name of ["limit", "from-seq"] as const) {
     const given = values[name];
     if (typeof given === "string" && !/^[1-9][0-9]*$/.test(given)) {
@@ -64,7 +147,7 @@ export function eventsArgsProblem(values: Readonly<Record<string, unknown>>): st
  */
 export async function runEventsCommand(
   argv: string[],
-  js: JetStreamClient,
+  hub: { readonly js: JetStreamClient; readonly layout: EventLayout },
   io: CommandIo,
 ): Promise<number> {
   const { values } = parseArgs({ args: argv, options: EVENTS_OPTIONS, strict: true });
@@ -72,21 +155,28 @@ export async function runEventsCommand(
   const until = values.until ? new Date(values.until) : undefined;
   const limit = values.limit ? Number(values.limit) : Number.POSITIVE_INFINITY;
   const fromSeq = values["from-seq"] ? Number(values["from-seq"]) : undefined;
+  const partition = values.partition === undefined ? undefined : Number(values.partition);
+  if (partition !== undefined && partition >= hub.layout.partitions) {
+    io.stderr(`--partition takes a partition from 0 to ${hub.layout.partitions - 1}\n`);
+    return 2;
+  }
   const filter: EventFilter = {
+    ...(partition === undefined ? {} : { partition }),
     ...(values.job ? { job: values.job } : {}),
     ...(values.client ? { client: values.client } : {}),
     ...(values.type ? { type: values.type } : {}),
   };
-  const filterSubject = subjectFor(filter);
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   process.once("SIGINT", onSignal);
   let printed = 0;
   try {
-    for await (const record of readStream(js, {
-      ...(filterSubject ? { filterSubject } : {}),
-      ...(fromSeq !== undefined ? { fromSeq } : since ? { since } : {}),
-      follow: values.follow,
+    const partitioned = hub.layout.partitions > 1;
+    for await (const record of recordsOf(hub.js, hub.layout, {
+      filter,
+      fromSeq,
+      since,
+      follow: values.follow === true,
       signal: controller.signal,
     })) {
       const text = decoder.decode(record.data);
@@ -102,7 +192,7 @@ export async function runEventsCommand(
       io.stdout(
         values.pretty
           ? pretty(record.seq, record.time, value)
-          : `{"seq":${record.seq},"subject":${JSON.stringify(record.subject)},"time":"${record.time}","event":${text}}\n`,
+          : `{${partitioned ? `"partition":${record.partition},` : ""}"seq":${record.seq},"subject":${JSON.stringify(record.subject)},"time":"${record.time}","event":${text}}\n`,
       );
       if (++printed >= limit) break;
     }

@@ -38,6 +38,7 @@ export async function runIndexRebuild(deps: {
     const result = await rebuildIndex({
       js: deps.hub.js,
       jsm: deps.hub.jsm,
+      layout: deps.hub.layout,
       store,
       logger: deps.logger,
       progress: (done, total) => {

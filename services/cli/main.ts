@@ -23,8 +23,8 @@ const USAGE = `usage: switchyard <command> [--help]
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
   tools <compile|validate|stats|publish> ...   tool definitions (docs/tools.md)
   callbacks redeliver <job_id> [--client <id>]   send a settled completion callback again
-  events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--follow] [--pretty]
-  audit verify [--public-key file] [--file export.ndjson] [--nats-url url]   replay, compare views, check the signed chain
+  events [--job id] [--client id] [--type t] [--since t] [--until t] [--from-seq n] [--limit n] [--partition p] [--follow] [--pretty]
+  audit verify [--public-key file] [--file export.ndjson] [--nats-url url] [--partition p]   replay, compare views, check the signed chain
   audit keygen                key pair for signing audit checkpoints
   status                      streams, consumers, buckets, projector lag, jobs by status
   index rebuild               recreate the search index from the event stream
@@ -84,6 +84,7 @@ const SPECS = {
   --since <time>         events that occurred at or after an RFC 3339 time, e.g. 2026-11-01T00:00:00Z
   --until <time>         events that occurred at or before an RFC 3339 time
   --from-seq <n>         start at stream sequence n (resume an export: the last line's seq + 1)
+  --partition <p>        one partition's stream (a hub of several partitions; default: all, by time)
   --limit <n>            stop after n events
   --follow               keep printing new events until Ctrl-C
   --pretty               a table for people instead of NDJSON (a run's input is left out)`,
@@ -91,7 +92,7 @@ const SPECS = {
   },
   "audit verify": {
     usage:
-      "usage: switchyard audit verify [--public-key file] [--file export.ndjson] [--nats-url url]\n\n  needs no config file and no client secrets: an export file, or the hub's NATS",
+      "usage: switchyard audit verify [--public-key file] [--file export.ndjson] [--nats-url url] [--partition p]\n\n  needs no config file and no client secrets: an export file, or the hub's NATS",
     options: AUDIT_VERIFY_OPTIONS,
   },
   "audit keygen": { usage: "usage: switchyard audit keygen" },
@@ -191,6 +192,7 @@ async function rebuild(hub: Hub): Promise<number> {
     nc: hub.nc,
     js: hub.js,
     jsm: hub.jsm,
+    layout: hub.layout,
     logger,
     // Progress for people; pipes get the result line only.
     ...(commandIo.tty ? { onStep: (step) => stdio.stderr(`${steps[step]}\n`) } : {}),
@@ -269,7 +271,7 @@ async function run(name: CommandName, args: string[], parsed: ParsedArgs): Promi
       const { eventsArgsProblem, runEventsCommand } = await import("./events-command.ts");
       const problem = eventsArgsProblem(parsed.values);
       if (problem) throw new UsageError(problem, SPECS.events.usage);
-      return withHub("events", (hub) => runEventsCommand(args, hub.js, stdio));
+      return withHub("events", (hub) => runEventsCommand(args, hub, stdio));
     }
     case "audit verify": {
       const { runAuditVerify } = await import("./audit-command.ts");

@@ -23,6 +23,7 @@ export async function runMigrate(env: Env, stdout: (text: string) => void): Prom
     const report = await migrateStore({
       js: hub.js,
       jsm: hub.jsm,
+      layout: hub.layout,
       meta: hub.meta,
       dispatch: await openDispatchIndex(hub.nc, {
         replicas: config.nats.replicas,

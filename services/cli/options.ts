@@ -12,6 +12,8 @@ export const EVENTS_OPTIONS = {
   until: { type: "string" },
   "from-seq": { type: "string" },
   limit: { type: "string" },
+  /** One partition's stream (a hub of several partitions). */
+  partition: { type: "string" },
   follow: { type: "boolean", default: false },
   pretty: { type: "boolean", default: false },
 } as const;
@@ -21,6 +23,8 @@ export const AUDIT_VERIFY_OPTIONS = {
   "public-key": { type: "string" },
   file: { type: "string" },
   "nats-url": { type: "string" },
+  /** Only this partition (default: every partition). */
+  partition: { type: "string" },
 } as const;
 
 /** The services `switchyard serve` runs (services/runtime/run.ts SERVICE_NAMES). */

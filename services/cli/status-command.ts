@@ -32,28 +32,21 @@ export async function runStatusCommand(hub: HubConnection, io: CommandIo): Promi
       );
     }
   }
-  const projector = await hub.jsm.consumers
-    .info(TOPOLOGY.eventsStream, TOPOLOGY.consumers.projector)
-    .catch(() => null);
-  lines.push(
-    "",
-    `projector lag: ${projector ? `${projector.num_pending + projector.num_ack_pending} events` : "no projector consumer yet"}`,
-  );
-  const index = await hub.jsm.consumers.info(TOPOLOGY.eventsStream, "index").catch(() => null);
-  lines.push(
-    `index lag: ${index ? `${index.num_pending + index.num_ack_pending} events (search index, consumer "index")` : "no index consumer yet (the projector service runs the indexer)"}`,
-  );
+  lines.push("", ...(await partitionLines(hub)));
   lines.push("", "buckets");
   for await (const b of new Kvm(hub.nc).list())
     lines.push(`  ${b.bucket.padEnd(24)} values=${b.values} replicas=${b.replicas}`);
   const counts = new Map<string, number>();
   let counted = 0;
-  for await (const key of await hub.jobs.keys()) {
-    if (++counted > MAX_VIEWS_COUNTED) break;
-    const entry = await hub.jobs.get(key);
-    if (entry?.operation !== "PUT" || entry.length === 0) continue;
-    const status = (entry.json() as { status?: string }).status ?? "?";
-    counts.set(status, (counts.get(status) ?? 0) + 1);
+  for (let p = 0; p < hub.layout.partitions && counted <= MAX_VIEWS_COUNTED; p++) {
+    const views = hub.views(p);
+    for await (const key of await views.keys()) {
+      if (++counted > MAX_VIEWS_COUNTED) break;
+      const entry = await views.get(key);
+      if (entry?.operation !== "PUT" || entry.length === 0) continue;
+      const status = (entry.json() as { status?: string }).status ?? "?";
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+    }
   }
   lines.push(
     "",
@@ -63,4 +56,34 @@ export async function runStatusCommand(hub: HubConnection, io: CommandIo): Promi
   );
   io.stdout(`${lines.join("\n")}\n`);
   return 0;
+}
+
+/**
+ * One line per partition: its stream, the stream's leader (on a cluster), the projector's lag on
+ * it; then the search index's lag over every partition.
+ */
+async function partitionLines(hub: HubConnection): Promise<string[]> {
+  const lines = [`partitions: ${hub.layout.partitions} (fixed when the store was created)`];
+  for (let p = 0; p < hub.layout.partitions; p++) {
+    const stream = hub.layout.stream(p);
+    const info = await hub.jsm.streams.info(stream).catch(() => null);
+    const projector = await hub.jsm.consumers
+      .info(stream, TOPOLOGY.consumers.projector)
+      .catch(() => null);
+    // A single server (no cluster) reports no leader: it is the stream's only node.
+    const leader = info?.cluster?.leader ?? (info ? "standalone" : "missing");
+    const lag = projector
+      ? `${projector.num_pending + projector.num_ack_pending} events`
+      : "no projector consumer yet";
+    lines.push(`  partition ${p}: stream ${stream} leader=${leader} projector lag: ${lag}`);
+  }
+  let indexLag: number | undefined;
+  for (const stream of hub.layout.streams()) {
+    const index = await hub.jsm.consumers.info(stream, "index").catch(() => null);
+    if (index) indexLag = (indexLag ?? 0) + index.num_pending + index.num_ack_pending;
+  }
+  lines.push(
+    `index lag: ${indexLag === undefined ? "no index consumer yet (the projector service runs the indexer)" : `${indexLag} events (search index, consumer "index"${hub.layout.partitions > 1 ? " of every partition" : ""})`}`,
+  );
+  return lines;
 }

@@ -1,4 +1,4 @@
-import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import type { Consumer, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import {
   decodeEvent,
   ensureDurable,
@@ -9,7 +9,7 @@ import {
 import type { Clock } from "../../shared/clock/index.ts";
 import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
 import { decideAdmission, isFinal, type RunRequested } from "../../shared/domain/index.ts";
-import { QUEUED, readStatus, subjectFilters } from "../../shared/jobs/index.ts";
+import { type EventLayout, QUEUED, readStatus } from "../../shared/jobs/index.ts";
 import { type Logger, lazyChild } from "../../shared/log/index.ts";
 import { headerOf } from "../../shared/nats/index.ts";
 import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry/index.ts";
@@ -21,6 +21,8 @@ import type { Slots } from "./slots.ts";
 
 export interface AdmissionDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly routes: RouteTable;
   /** The started runtime of every configured executor kind. */
@@ -56,11 +58,11 @@ export function createAdmission(deps: AdmissionDeps): Admission {
   const { logger } = deps;
   const tracing = deps.tracing ?? NO_TRACING;
   const running = new TaskSet();
-  let loop: PullLoop | undefined;
+  const loops: PullLoop[] = [];
 
   const admit = async (msg: JsMsg, run: RunRequested, dispatchSpan?: string): Promise<void> => {
     const traceparent = headerOf(msg, TRACEPARENT_HEADER);
-    const current = msg.info.redelivered ? await readStatus(deps.jsm, run) : QUEUED;
+    const current = msg.info.redelivered ? await readStatus(deps, run) : QUEUED;
     if (isFinal(current.status)) return msg.ack();
     const context = jobContextOf(run, traceparent);
     const route = deps.routes.route(run.data.route);
@@ -123,43 +125,48 @@ export function createAdmission(deps: AdmissionDeps): Admission {
     await endWhenSettled(span, admit(msg, event, span.traceparent));
   };
 
+  const pullRuns = (consumer: Consumer): PullLoop =>
+    runPullLoop({
+      consumer,
+      free: () => deps.slots.free(),
+      slotFreed: () => deps.slots.freed(),
+      onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
+      onMessage: (msg) => {
+        const release = deps.slots.take();
+        running.add(
+          handle(msg)
+            .catch((err: unknown) => {
+              logger.error(
+                { seq: msg.seq, err: (err as Error).message },
+                "job handling failed; will retry",
+              );
+              msg.nak(1_000);
+            })
+            .finally(release),
+        );
+      },
+    });
+
   return {
     async start() {
-      await ensureDurable(deps.jsm, {
-        name: TOPOLOGY.consumers.executor,
-        filterSubject: subjectFilters.kind("run"),
-        // Short, so a crashed process's runs come back soon; held jobs call working().
-        ackWaitMs: 10_000,
-        maxAckPending: Math.max(deps.slots.size * 4, 256),
-      });
-      const consumer = await deps.js.consumers.get(
-        TOPOLOGY.eventsStream,
-        TOPOLOGY.consumers.executor,
-      );
-      loop = runPullLoop({
-        consumer,
-        free: () => deps.slots.free(),
-        slotFreed: () => deps.slots.freed(),
-        onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
-        onMessage: (msg) => {
-          const release = deps.slots.take();
-          running.add(
-            handle(msg)
-              .catch((err: unknown) => {
-                logger.error(
-                  { seq: msg.seq, err: (err as Error).message },
-                  "job handling failed; will retry",
-                );
-                msg.nak(1_000);
-              })
-              .finally(release),
-          );
-        },
-      });
+      // Every replica pulls from every partition's durable; the slots are shared by all.
+      for (let p = 0; p < deps.layout.partitions; p++) {
+        const stream = deps.layout.stream(p);
+        await ensureDurable(deps.jsm, {
+          stream,
+          name: TOPOLOGY.consumers.executor,
+          filterSubject: deps.layout.filters.kind(p, "run"),
+          // Short, so a crashed process's runs come back soon; held jobs call working().
+          ackWaitMs: 10_000,
+          maxAckPending: Math.max(deps.slots.size * 4, 256),
+        });
+        const consumer = await deps.js.consumers.get(stream, TOPOLOGY.consumers.executor);
+        loops.push(pullRuns(consumer));
+      }
       logger.info({ concurrency: deps.slots.size }, "executor admission started");
     },
     async stop() {
-      await loop?.stop();
+      await Promise.all(loops.map((loop) => loop.stop()));
       await running.settled();
     },
     inFlight: () => running.size,

@@ -9,6 +9,7 @@ import { ensureDurable } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { RouteTable } from "../../shared/config/index.ts";
 import { cancelRequestOf } from "../../shared/executor-kinds/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
   CANCEL_QUEUE_CONSUMER,
@@ -67,6 +68,7 @@ export interface CancelListenerDeps {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly routes: RouteTable;
   readonly signals: CancelSignals;
   readonly logger: Logger;

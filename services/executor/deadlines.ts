@@ -7,6 +7,7 @@ import type {
 import { TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { headerOf } from "../../shared/nats/index.ts";
 import {
@@ -50,6 +51,7 @@ export interface DeadlineTimers {
 export interface DeadlineTimersDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly writer: JobWriter;
   readonly logger: Logger;
   readonly clock: Clock;

@@ -9,6 +9,7 @@ import {
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import {
   type CurrentStatus,
+  type EventLayout,
   type JobRef,
   type WriteResult,
   writeStatus,
@@ -62,6 +63,8 @@ export interface JobWriter {
 
 export interface JobWriterDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly clock: Clock;
   readonly ids: IdGenerator;

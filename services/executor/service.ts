@@ -8,6 +8,7 @@ import {
   type RouteTable,
 } from "../../shared/config/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { ensureScheduleStreams } from "../../shared/schedule/index.ts";
@@ -27,6 +28,7 @@ export interface ExecutorServiceDeps {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly config: Config;
   readonly routes: RouteTable;
   readonly logger: Logger;
@@ -74,6 +76,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
   const writer = createJobWriter({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     clock: deps.clock,
     ids: deps.ids,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
@@ -81,6 +84,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
   const deadlines = createDeadlineTimers({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     writer,
     logger: logger.child({ component: "deadlines" }),
     clock: deps.clock,
@@ -97,6 +101,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
       nc: deps.nc,
       js: deps.js,
       jsm: deps.jsm,
+      layout: deps.layout,
       routes: config.routes,
       writer,
       deadlines,
@@ -115,6 +120,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
   const admission = createAdmission({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     routes: deps.routes,
     kinds,
     writer,
@@ -128,6 +134,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     nc: deps.nc,
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     routes: deps.routes,
     signals: cancels,
     logger: logger.child({ component: "cancels" }),

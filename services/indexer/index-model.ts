@@ -1,5 +1,4 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { JobState, JobView } from "../../shared/domain/index.ts";
 import { foldHistory, GenerationalMap, isSettledView } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -22,6 +21,9 @@ const PRUNE_MS = 3_600_000;
 
 export interface IndexModelDeps {
   readonly jsm: JetStreamManager;
+  /** The partition this model indexes: its stream, and its position and owner in the store. */
+  readonly partition: number;
+  readonly stream: string;
   readonly store: IndexStore;
   readonly logger: Logger;
   /** Rows of jobs created longer ago than this are pruned (the stream's retention). */
@@ -107,6 +109,7 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
           rows,
           counts: [...counts.values()].filter((c) => c.delta !== 0),
           position: { appliedSeq: position, pending: batch.pending, updatedMs: at, stream },
+          partition: deps.partition,
           owner,
         });
       } catch (err) {
@@ -132,9 +135,9 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
       // A new lead: what this process cached under an earlier one may be stale (another indexer
       // wrote since), so it starts from the store alone.
       unsettled = new GenerationalMap<JobView>(20_000);
-      owner = await store.claim();
-      stream = (await deps.jsm.streams.info(TOPOLOGY.eventsStream)).created;
-      const stored = await store.position();
+      owner = await store.claim(deps.partition);
+      stream = (await deps.jsm.streams.info(deps.stream)).created;
+      const stored = await store.position(deps.partition);
       applied = stored.appliedSeq;
       written = stored.writtenSeq;
       if (stored.stream !== "" && stored.stream !== stream) {
@@ -165,9 +168,10 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
       const at = now();
       if (at - lastWrite >= HEARTBEAT_MS) {
         lastWrite = at;
-        await store.heartbeat(pending, at);
+        await store.heartbeat(pending, at, deps.partition);
       }
-      if (deps.retentionMs !== undefined && at - lastPrune >= PRUNE_MS) {
+      // Rows of every partition share the tables: partition 0's indexer prunes them all.
+      if (deps.partition === 0 && deps.retentionMs !== undefined && at - lastPrune >= PRUNE_MS) {
         lastPrune = at;
         const removed = await store.prune(at - deps.retentionMs);
         if (removed > 0) logger.info({ removed }, "index pruned to the stream's retention");

@@ -1,5 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { subjectFilters } from "../../shared/jobs/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjectionRunner } from "../../shared/projection/index.ts";
@@ -10,6 +10,9 @@ import { createIndexModel } from "./index-model.ts";
 export interface IndexerDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
+  /** The partition this indexer folds (default 0); each keeps its own position in the store. */
+  readonly partition?: number;
   readonly store: IndexStore;
   readonly logger: Logger;
   /** How long a job's row waits for the job to settle before it is written anyway. */
@@ -53,8 +56,12 @@ const ROUND_GAP_MS = 50;
  * indexer.
  */
 export function createIndexer(deps: IndexerDeps): Indexer {
+  const partition = deps.partition ?? 0;
+  const stream = deps.layout.stream(partition);
   const model = createIndexModel({
     jsm: deps.jsm,
+    partition,
+    stream,
     store: deps.store,
     logger: deps.logger,
     ...(deps.retentionMs === undefined ? {} : { retentionMs: deps.retentionMs }),
@@ -63,11 +70,13 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const runner = createProjectionRunner({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     logger: deps.logger,
     slot: {
-      partition: 0,
+      partition,
+      stream,
       durable: INDEX_CONSUMER,
-      filterSubject: subjectFilters.all,
+      filterSubject: deps.layout.filters.all(partition),
       ...(deps.lease ? { lease: deps.lease } : {}),
     },
     model,

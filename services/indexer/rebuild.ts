@@ -1,5 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { deleteIndexConsumer, INDEX_CONSUMER } from "./durable.ts";
@@ -8,6 +8,7 @@ import { createIndexer } from "./indexer.ts";
 export interface IndexRebuildDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly store: IndexStore;
   readonly logger: Logger;
   /** Called about once a second with the sequence reached and the stream's last sequence. */
@@ -16,18 +17,33 @@ export interface IndexRebuildDeps {
 }
 
 /**
- * `switchyard index rebuild`: empties the index and folds the whole events stream into it again,
- * then leaves the durable at the head for the indexer. Stop the indexer service first: one writer
+ * `switchyard index rebuild`: empties the index and folds every partition's whole events stream
+ * into it again, then leaves each partition's durable at the head for the indexer. Stop the indexer service first: one writer
  * at a time.
  */
 export async function rebuildIndex(
   deps: IndexRebuildDeps,
 ): Promise<{ events: number; jobs: number }> {
-  await deleteIndexConsumer(deps.jsm);
+  const { layout } = deps;
+  for (const stream of layout.streams()) await deleteIndexConsumer(deps.jsm, stream);
   await deps.store.reset();
+  let events = 0;
+  // Partition after partition: one writer per partition, each from the start of its stream.
+  for (let partition = 0; partition < layout.partitions; partition++) {
+    events += await rebuildPartition(deps, partition);
+  }
+  await deps.store.optimize();
+  return { events, jobs: await deps.store.count({}, Number.MAX_SAFE_INTEGER - 1) };
+}
+
+/** Folds one partition's whole stream into the index; the sequence it reached. */
+async function rebuildPartition(deps: IndexRebuildDeps, partition: number): Promise<number> {
+  const stream = deps.layout.stream(partition);
   const indexer = createIndexer({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
+    partition,
     store: deps.store,
     logger: deps.logger,
     lingerMs: 0,
@@ -37,11 +53,11 @@ export async function rebuildIndex(
   const deadline = Date.now() + (deps.timeoutMs ?? 24 * 3_600_000);
   try {
     for (;;) {
-      const [info, stream] = await Promise.all([
-        deps.jsm.consumers.info(TOPOLOGY.eventsStream, INDEX_CONSUMER),
-        deps.jsm.streams.info(TOPOLOGY.eventsStream),
+      const [info, state] = await Promise.all([
+        deps.jsm.consumers.info(stream, INDEX_CONSUMER),
+        deps.jsm.streams.info(stream),
       ]);
-      deps.progress?.(indexer.appliedSeq(), stream.state.last_seq);
+      deps.progress?.(indexer.appliedSeq(), state.state.last_seq);
       if (info.num_pending === 0 && info.num_ack_pending === 0) break;
       if (Date.now() > deadline) throw new Error("index rebuild did not catch up in time");
       await Bun.sleep(1_000);
@@ -49,9 +65,5 @@ export async function rebuildIndex(
   } finally {
     await indexer.stop();
   }
-  await deps.store.optimize();
-  return {
-    events: indexer.appliedSeq(),
-    jobs: await deps.store.count({}, Number.MAX_SAFE_INTEGER - 1),
-  };
+  return indexer.appliedSeq();
 }

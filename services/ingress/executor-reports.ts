@@ -20,7 +20,7 @@ import {
 import { reportTokensOf } from "../../shared/executor-kinds/index.ts";
 import { readJsonBody } from "../../shared/http/index.ts";
 import { type IdGenerator, JOB_ID_PATTERN } from "../../shared/ids/index.ts";
-import { readRunOfJob, writeStatus } from "../../shared/jobs/index.ts";
+import { type EventLayout, readRunOfJob, writeStatus } from "../../shared/jobs/index.ts";
 import {
   checkJsonShape,
   containsNumber,
@@ -65,6 +65,8 @@ export interface ExecutorReportHandler {
 
 export interface ExecutorReportDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly routes: readonly RouteConfig[];
   readonly index: DispatchIndex;
@@ -86,7 +88,7 @@ async function findOwner(
 ): Promise<{ readonly client_id: string; readonly route: string } | undefined> {
   const record = await deps.index.get(jobId);
   if (record) return { client_id: record.client_id, route: record.route };
-  const run = await readRunOfJob(deps.jsm, jobId);
+  const run = await readRunOfJob(deps, jobId);
   if (run === null) return undefined;
   const { event } = run;
   return event.type === "run.requested"

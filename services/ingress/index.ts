@@ -98,7 +98,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
   const cache = createJobViewCache({ now: () => clock.now().getTime() });
   // The projector announces each settled view it rewrites (a retry, a redelivery request).
   const stopFollowing = followViewChanges(hub.nc, cache);
-  const reader = createJobReader({ kv: hub.jobs, jsm: hub.jsm, cache });
+  const reader = createJobReader({ viewsOf: hub.viewsOf, jsm: hub.jsm, layout: hub.layout, cache });
   const state = { draining: false, stopFollowing };
   const routes = createRouteTable(config);
   const deriveJobId = createJobIdDeriver(await loadJobIdKey(hub.meta));
@@ -115,6 +115,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
         nc: hub.nc,
         js: hub.js,
         jsm: hub.jsm,
+        layout: hub.layout,
         clock,
         ids: deps.ids,
         route: routes.route,
@@ -130,6 +131,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
     submitter: createRunSubmitter({
       js: hub.js,
       jsm: hub.jsm,
+      layout: hub.layout,
       reader,
       deriveJobId,
       ids: deps.ids,
@@ -137,6 +139,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
       publishTimeoutMs: parseDuration(config.nats.publish_timeout),
       storage: createStorageGuard({
         jsm: hub.jsm,
+        layout: hub.layout,
         maxBytes: config.nats.events_max_bytes,
         clock,
       }),
@@ -204,6 +207,7 @@ async function executorReportsOf(deps: IngressDeps, maxBodyBytes: number) {
   return createExecutorReportHandler({
     js: hub.js,
     jsm: hub.jsm,
+    layout: hub.layout,
     routes: config.routes,
     index: await openDispatchIndex(hub.nc, {
       replicas: config.nats.replicas,

@@ -1,7 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { StorageFullError } from "../../shared/errors/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 
 /** The share of events_max_bytes kept for the events of accepted jobs: new runs stop below it. */
 export const EVENTS_RESERVE_FRACTION = 0.1;
@@ -40,9 +40,11 @@ export function createStorageGuard(deps: {
   /** events_max_bytes; -1 or 0: no limit, nothing is checked. */
   readonly maxBytes: number;
   readonly clock: Clock;
+  readonly layout: EventLayout;
 }): StorageGuard {
   if (deps.maxBytes <= 0) return { admits: async () => true, done: () => {} };
   const reserve = Math.ceil(deps.maxBytes * EVENTS_RESERVE_FRACTION);
+  const partitioned = deps.layout.partitions > 1;
   const runsLimit = deps.maxBytes - reserve;
   let state: StreamState | undefined;
   let latestSeq = 0;
@@ -51,9 +53,10 @@ export function createStorageGuard(deps: {
   let reading: Promise<StreamState> | undefined;
 
   const read = () => {
-    reading ??= deps.jsm.streams
-      .info(TOPOLOGY.eventsStream)
-      .then((info) => {
+    // events_max_bytes bounds each partition's stream: the fullest one decides.
+    reading ??= Promise.all(deps.layout.streams().map((name) => deps.jsm.streams.info(name)))
+      .then((infos) => {
+        const info = infos.reduce((a, b) => (b.state.bytes > a.state.bytes ? b : a));
         state = {
           bytes: info.state.bytes,
           messages: info.state.messages,
@@ -93,7 +96,9 @@ export function createStorageGuard(deps: {
     },
     done(runBytes, seq) {
       storing = Math.max(0, storing - runBytes);
-      if (seq !== undefined && seq > latestSeq) latestSeq = seq;
+      // Sequences of different partitions' streams do not compare: with several, the estimate
+      // grows by the runs in flight only, and each read refreshes it.
+      if (seq !== undefined && seq > latestSeq && !partitioned) latestSeq = seq;
     },
   };
 }

@@ -19,7 +19,12 @@ import {
   UnavailableError,
 } from "../../shared/errors/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
-import { type JobReader, type JobRef, readLastEvent } from "../../shared/jobs/index.ts";
+import {
+  type EventLayout,
+  type JobReader,
+  type JobRef,
+  readLastEvent,
+} from "../../shared/jobs/index.ts";
 import type { RunRequest } from "./run-request.ts";
 import { type StorageGuard, storageFull, storedRunBytes } from "./storage-guard.ts";
 
@@ -35,6 +40,8 @@ export interface RunSubmitter {
 
 export interface RunSubmitterDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly reader: JobReader;
   readonly deriveJobId: JobIdDeriver;
@@ -81,7 +88,7 @@ export function createRunSubmitter(deps: RunSubmitterDeps): RunSubmitter {
       const runBytes = storedRunBytes(request);
       if (!(await deps.storage.admits(runBytes).catch(unavailableOr))) {
         // A request seen before is answered as a replay even when new runs are refused.
-        const run = await readLastEvent(deps.jsm, ref, "run").catch(unavailableOr);
+        const run = await readLastEvent(deps, ref, "run").catch(unavailableOr);
         if (run?.event.type !== "run.requested") throw storageFull();
         const decision = decideReplay(run.event.data, fingerprint);
         if (decision.kind === "conflict") throw conflict(decision.request_id);

@@ -7,7 +7,6 @@ import {
   readStoreVersion,
   readStream,
   STORE_VERSION,
-  TOPOLOGY,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { type Config, parseDuration } from "../../shared/config/index.ts";
@@ -20,10 +19,10 @@ import {
 } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import {
+  type EventLayout,
   readLastEvent,
   readStatus,
   statusAfterWrite,
-  subjectFilters,
   writeStatus,
 } from "../../shared/jobs/index.ts";
 import { createProgress, type ProgressSink } from "../../shared/progress/index.ts";
@@ -42,6 +41,8 @@ const DEFAULT_DEADLINE_MS = 15 * 60_000;
 
 export interface MigrationDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly meta: KV;
   readonly dispatch: DispatchIndex;
@@ -67,7 +68,7 @@ export interface MigrationReport {
 /** Where a v1 consumer stood: everything after its ack floor may still be open. */
 async function floorOf(deps: MigrationDeps, durable: string): Promise<number | undefined> {
   try {
-    const info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
+    const info = await deps.jsm.consumers.info(deps.layout.stream(0), durable);
     return info.ack_floor.stream_seq + 1;
   } catch (err) {
     if (isJsError(err, "consumerNotFound")) return undefined;
@@ -89,12 +90,12 @@ async function carryDeadlines(deps: MigrationDeps) {
   const fromSeq = (await floorOf(deps, V1_WATCHDOG)) ?? 1;
   const progress = createProgress({ label: "open jobs checked", sink: deps.progress });
   for await (const record of readStream(deps.js, {
-    filterSubject: subjectFilters.kind("run"),
+    filterSubject: deps.layout.filters.kind(0, "run"),
     fromSeq,
   })) {
     progress.tick();
     const run = decodeEvent(record.data) as RunRequested;
-    let current = await readStatus(deps.jsm, run);
+    let current = await readStatus(deps, run);
     if (isFinal(current.status)) continue;
     const route = deps.config.routes.find((r) => r.key === run.data.route);
     const kind = route?.executor.kind;
@@ -148,11 +149,7 @@ async function wakeIfOpen(
   deps: MigrationDeps,
   input: { clientId: string; jobId: string; finalSeq: number; trigger: DeliveryTrigger },
 ): Promise<boolean> {
-  const last = await readLastEvent(
-    deps.jsm,
-    { client_id: input.clientId, job_id: input.jobId },
-    "cb",
-  );
+  const last = await readLastEvent(deps, { client_id: input.clientId, job_id: input.jobId }, "cb");
   const now = deps.clock.now().getTime();
   const step = decideCallbackStep(input.trigger, last, now);
   if (step.kind !== "attempt" && step.kind !== "wait" && step.kind !== "finish") return false;
@@ -180,13 +177,13 @@ async function carryRedeliveries(deps: MigrationDeps): Promise<number> {
   let wakeups = 0;
   const progress = createProgress({ label: "redelivery requests checked", sink: deps.progress });
   for await (const record of readStream(deps.js, {
-    filterSubject: subjectFilters.kind("cb"),
+    filterSubject: deps.layout.filters.kind(0, "cb"),
     fromSeq: redeliveryFrom,
   })) {
     progress.tick();
     const event = decodeEvent(record.data);
     if (event.type !== "callback.redelivery_requested") continue;
-    const job = await readLastEvent(deps.jsm, event, "job");
+    const job = await readLastEvent(deps, event, "job");
     if (!job) continue;
     const trigger = {
       kind: "redelivery",
@@ -224,7 +221,7 @@ export async function migrateStore(deps: MigrationDeps): Promise<MigrationReport
   const removed: string[] = [];
   for (const name of [V1_WATCHDOG, V1_REDELIVERY]) {
     try {
-      await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, name);
+      await deps.jsm.consumers.delete(deps.layout.stream(0), name);
       removed.push(name);
     } catch (err) {
       if (!isJsError(err, "consumerNotFound")) throw err;

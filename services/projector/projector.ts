@@ -1,7 +1,7 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import { subjectFilters } from "../../shared/jobs/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjectionRunner } from "../../shared/projection/index.ts";
@@ -22,6 +22,10 @@ const ROUND_GAP_MS = 10;
 export interface ProjectorDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
+  /** The partition this projector folds (default 0). */
+  readonly partition?: number;
+  /** That partition's view bucket. */
   readonly kv: KV;
   readonly logger: Logger;
   /** Largest group of messages folded in one round. */
@@ -66,6 +70,7 @@ export interface Projector {
  * spreads a durable's messages over consumers, which would break per-job ordering.
  */
 export function createProjector(deps: ProjectorDeps): Projector {
+  const partition = deps.partition ?? 0;
   const store = createViewStore({
     kv: deps.kv,
     ...(deps.settledViewChanged ? { settledViewChanged: deps.settledViewChanged } : {}),
@@ -73,11 +78,13 @@ export function createProjector(deps: ProjectorDeps): Projector {
   return createProjectionRunner({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
     logger: deps.logger,
     slot: {
-      partition: 0,
+      partition,
+      stream: deps.layout.stream(partition),
       durable: deps.durable ?? TOPOLOGY.consumers.projector,
-      filterSubject: subjectFilters.all,
+      filterSubject: deps.layout.filters.all(partition),
       ...(deps.lease ? { lease: deps.lease } : {}),
     },
     model: createViewModel({

@@ -9,7 +9,7 @@ import { hostname } from "node:os";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import {
   createLease,
   type Lease,
@@ -55,8 +55,8 @@ export interface RebuildLease {
   release(): Promise<void>;
 }
 
-async function holderOf(kv: KV): Promise<string> {
-  const entry = await kv.get(PROJECTOR_LEASE_KEY).catch(() => null);
+async function holderOf(kv: KV, key: string): Promise<string> {
+  const entry = await kv.get(key).catch(() => null);
   if (entry?.operation !== "PUT") return "another process";
   try {
     const value = entry.json<{ holder?: unknown }>();
@@ -74,16 +74,21 @@ async function holderOf(kv: KV): Promise<string> {
 export async function takeProjectorLease(deps: {
   readonly nc: NatsConnection;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
+  /** The partition whose projector lease is taken (default 0). */
+  readonly partition?: number;
   readonly logger: Logger;
 }): Promise<RebuildLease> {
-  const events = await deps.jsm.streams.info(TOPOLOGY.eventsStream);
+  const partition = deps.partition ?? 0;
+  const key = deps.layout.leaseKey(PROJECTOR_LEASE_KEY, partition);
+  const events = await deps.jsm.streams.info(deps.layout.stream(partition));
   const kv = await openLeaseBucket(deps.nc, { replicas: events.config.num_replicas });
   let lost: string | undefined;
   let releasing = false;
   let fenced: LeaseHandlers | undefined;
   const lease = createLease({
     kv,
-    key: PROJECTOR_LEASE_KEY,
+    key,
     holder: `${hostname()}/${process.pid} (projector rebuild)`,
     logger: deps.logger,
   });
@@ -97,7 +102,7 @@ export async function takeProjectorLease(deps: {
   });
   if (!lease.holding()) {
     await lease.stop(); // one attempt only: a rebuild does not wait in line
-    throw new ProjectorRunningError(`the projector lease is held by ${await holderOf(kv)}`);
+    throw new ProjectorRunningError(`the projector lease is held by ${await holderOf(kv, key)}`);
   }
   const held = () => lost === undefined && lease.holding();
   return {

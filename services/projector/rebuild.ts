@@ -2,6 +2,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createProjector } from "./projector.ts";
 import {
@@ -18,6 +19,7 @@ export interface RebuildDeps {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly logger: Logger;
   readonly timeoutMs?: number;
   /** How long the durable is watched for a live projector before anything is changed. */
@@ -33,13 +35,17 @@ export { ProjectorRunningError, RebuildInterruptedError };
  * requests waiting on it (num_waiting) or holds unacknowledged messages. Sampled a few times,
  * because a consumer renews its pull requests and may have none at one instant.
  */
-async function refuseIfProjectorRuns(deps: RebuildDeps, durable: string): Promise<void> {
+async function refuseIfProjectorRuns(
+  deps: RebuildDeps,
+  on: { readonly stream: string; readonly durable: string },
+): Promise<void> {
+  const { stream, durable } = on;
   const samples = 4;
   const gapMs = (deps.probeMs ?? 1_500) / samples;
   for (let i = 0; i < samples; i++) {
     let info: Awaited<ReturnType<JetStreamManager["consumers"]["info"]>>;
     try {
-      info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
+      info = await deps.jsm.consumers.info(stream, durable);
     } catch (err) {
       if (isJsError(err, "consumerNotFound")) return;
       throw err;
@@ -60,33 +66,43 @@ async function refuseIfProjectorRuns(deps: RebuildDeps, durable: string): Promis
  * every view, replays the stream through a projector of its own until nothing is pending, and
  * releases the lease, leaving the durable at the head for the replica that takes over. Standby
  * replicas stay standby throughout; losing the lease half way stops with
- * {@link RebuildInterruptedError}.
+ * {@link RebuildInterruptedError}. A hub of several partitions is rebuilt one partition at a
+ * time, each under its own lease (`projector.p<p>`).
  */
 export async function rebuildProjection(
   deps: RebuildDeps,
 ): Promise<{ events: number; jobs: number }> {
-  const lease = await takeProjectorLease(deps);
-  try {
-    await deps.onStep?.("lease_taken");
-    return await rebuildUnderLease(deps, lease);
-  } finally {
-    await lease.release();
+  const total = { events: 0, jobs: 0 };
+  // Partition after partition, each under its own projector lease.
+  for (let partition = 0; partition < deps.layout.partitions; partition++) {
+    const lease = await takeProjectorLease({ ...deps, partition });
+    try {
+      await deps.onStep?.("lease_taken");
+      const done = await rebuildUnderLease(deps, { lease, partition });
+      total.events += done.events;
+      total.jobs += done.jobs;
+    } finally {
+      await lease.release();
+    }
   }
+  return total;
 }
 
 async function rebuildUnderLease(
   deps: RebuildDeps,
-  lease: RebuildLease,
+  held: { readonly lease: RebuildLease; readonly partition: number },
 ): Promise<{ events: number; jobs: number }> {
+  const { lease, partition } = held;
   const durable = TOPOLOGY.consumers.projector;
-  await refuseIfProjectorRuns(deps, durable);
+  const stream = deps.layout.stream(partition);
+  await refuseIfProjectorRuns(deps, { stream, durable });
   lease.check();
   try {
-    await deps.jsm.consumers.delete(TOPOLOGY.eventsStream, durable);
+    await deps.jsm.consumers.delete(stream, durable);
   } catch (err) {
     if (!isJsError(err, "consumerNotFound")) throw err;
   }
-  const kv = await new Kvm(deps.nc).open(TOPOLOGY.jobsBucket);
+  const kv = await new Kvm(deps.nc).open(deps.layout.viewBucket(partition));
   const keys: string[] = [];
   for await (const key of await kv.keys()) keys.push(key);
   for (const key of keys) {
@@ -97,6 +113,8 @@ async function rebuildUnderLease(
   const projector = createProjector({
     js: deps.js,
     jsm: deps.jsm,
+    layout: deps.layout,
+    partition,
     kv,
     logger: deps.logger,
     lease: lease.fence,
@@ -106,7 +124,7 @@ async function rebuildUnderLease(
   try {
     for (;;) {
       lease.check();
-      const info = await deps.jsm.consumers.info(TOPOLOGY.eventsStream, durable);
+      const info = await deps.jsm.consumers.info(stream, durable);
       if (info.num_pending === 0 && info.num_ack_pending === 0) {
         let jobs = 0;
         for await (const _ of await kv.keys()) jobs++;

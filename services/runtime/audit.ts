@@ -14,20 +14,29 @@ export async function startAuditCheckpoints(deps: {
   config: Config;
   clock: Clock;
   logger: Logger;
-}): Promise<Checkpointer | undefined> {
+}): Promise<{ stop(): Promise<void> } | undefined> {
   const { audit } = deps.config;
   if (!audit.signing_key_pem) {
     deps.logger.info("audit checkpoints off: audit.signing_key_pem is not set");
     return undefined;
   }
-  const checkpointer = createCheckpointer({
-    js: deps.hub.js,
-    jsm: deps.hub.jsm,
-    signingKey: await importPKCS8(audit.signing_key_pem, "EdDSA"),
-    keyId: audit.key_id,
-    clock: deps.clock,
-    logger: deps.logger.child({ component: "audit" }),
-  });
-  checkpointer.start(parseDuration(audit.checkpoint_interval));
-  return checkpointer;
+  const signingKey = await importPKCS8(audit.signing_key_pem, "EdDSA");
+  const { layout } = deps.hub;
+  // One chain per partition: each partition's stream is sealed on its own.
+  const checkpointers: Checkpointer[] = [];
+  for (let partition = 0; partition < layout.partitions; partition++) {
+    const checkpointer = createCheckpointer({
+      js: deps.hub.js,
+      jsm: deps.hub.jsm,
+      layout,
+      partition,
+      signingKey,
+      keyId: audit.key_id,
+      clock: deps.clock,
+      logger: deps.logger.child({ component: "audit", ...(partition > 0 ? { partition } : {}) }),
+    });
+    checkpointer.start(parseDuration(audit.checkpoint_interval));
+    checkpointers.push(checkpointer);
+  }
+  return { stop: async () => void (await Promise.all(checkpointers.map((c) => c.stop()))) };
 }

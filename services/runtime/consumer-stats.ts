@@ -1,5 +1,6 @@
 import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
+import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { CALLBACK_QUEUE_STREAM, DEADLINE_STREAM } from "../../shared/schedule/index.ts";
@@ -7,13 +8,8 @@ import { TASK_STREAM } from "../../shared/worker/index.ts";
 import { INDEX_CONSUMER } from "../indexer/index.ts";
 import { createSharedRead } from "./shared-read.ts";
 
-/** The streams whose durable consumers hold work: the events and the three work queues. */
-export const WORK_STREAMS = [
-  TOPOLOGY.eventsStream,
-  TASK_STREAM,
-  DEADLINE_STREAM,
-  CALLBACK_QUEUE_STREAM,
-] as const;
+/** The work queues whose durable consumers hold work (besides every partition's events stream). */
+export const WORK_QUEUE_STREAMS = [TASK_STREAM, DEADLINE_STREAM, CALLBACK_QUEUE_STREAM] as const;
 
 /** Streams the hub owns: its own and its KV buckets' and object stores'. */
 const HUB_STREAM = /^(SWITCHYARD_|KV_sy_|OBJ_sy_)/;
@@ -41,6 +37,7 @@ export interface ConsumerStats {
  */
 export function createConsumerStats(deps: {
   jsm: JetStreamManager;
+  layout: EventLayout;
   metrics: HubMetrics;
   logger: Logger;
   /**
@@ -49,7 +46,10 @@ export function createConsumerStats(deps: {
    */
   eventsMaxBytes: number;
 }): ConsumerStats {
-  const { metrics } = deps;
+  const { metrics, layout } = deps;
+  const events = new Set(layout.streams());
+  /** The projector's lag summed over the partitions (events), and the oldest (seconds). */
+  let lag = { events: 0, seconds: 0, index: 0 };
 
   const streams = async () => {
     for await (const s of deps.jsm.streams.list()) {
@@ -58,20 +58,21 @@ export function createConsumerStats(deps: {
       metrics.streamMessages.set({ stream }, s.state.messages);
       metrics.streamBytes.set({ stream }, s.state.bytes);
       if (s.config.max_msgs > 0) metrics.streamLimitMessages.set({ stream }, s.config.max_msgs);
-      const maxBytes = stream === TOPOLOGY.eventsStream ? deps.eventsMaxBytes : s.config.max_bytes;
+      const maxBytes = events.has(stream) ? deps.eventsMaxBytes : s.config.max_bytes;
       if (maxBytes > 0) metrics.streamLimitBytes.set({ stream }, maxBytes);
     }
   };
 
-  const projectorLag = async (c: ConsumerInfo) => {
+  const projectorLag = async (stream: string, c: ConsumerInfo) => {
     const behind = c.num_pending + c.num_ack_pending;
-    metrics.projectorLag.set(behind);
-    if (behind === 0) return metrics.projectorLagSeconds.set(0);
+    lag.events += behind;
+    if (behind === 0) return;
     const first = await deps.jsm.streams
-      .getMessage(TOPOLOGY.eventsStream, { seq: c.ack_floor.stream_seq + 1 })
+      .getMessage(stream, { seq: c.ack_floor.stream_seq + 1 })
       .catch(() => null);
-    if (first)
-      metrics.projectorLagSeconds.set(Math.max(0, Date.now() - first.time.getTime()) / 1000);
+    if (first) {
+      lag.seconds = Math.max(lag.seconds, (Date.now() - first.time.getTime()) / 1000);
+    }
   };
 
   const consumers = async (stream: string) => {
@@ -82,11 +83,11 @@ export function createConsumerStats(deps: {
       metrics.consumerPending.set(labels, c.num_pending);
       metrics.consumerAckPending.set(labels, c.num_ack_pending);
       metrics.consumerRedelivered.set(labels, c.num_redelivered);
-      if (stream === TOPOLOGY.eventsStream && c.name === TOPOLOGY.consumers.projector) {
-        await projectorLag(c);
+      if (events.has(stream) && c.name === TOPOLOGY.consumers.projector) {
+        await projectorLag(stream, c);
       }
-      if (stream === TOPOLOGY.eventsStream && c.name === INDEX_CONSUMER) {
-        metrics.indexLag.set(c.num_pending + c.num_ack_pending);
+      if (events.has(stream) && c.name === INDEX_CONSUMER) {
+        lag.index += c.num_pending + c.num_ack_pending;
       }
     }
   };
@@ -94,12 +95,16 @@ export function createConsumerStats(deps: {
   const poll = async () => {
     try {
       await streams();
-      for (const stream of WORK_STREAMS) {
+      lag = { events: 0, seconds: 0, index: 0 };
+      for (const stream of [...layout.streams(), ...WORK_QUEUE_STREAMS]) {
         // A work queue appears with the first service that needs it.
         await consumers(stream).catch((err: unknown) =>
           deps.logger.debug({ stream, err: (err as Error).message }, "consumer stats unavailable"),
         );
       }
+      metrics.projectorLag.set(lag.events);
+      metrics.projectorLagSeconds.set(lag.seconds);
+      metrics.indexLag.set(lag.index);
     } catch (err) {
       deps.logger.debug({ err: (err as Error).message }, "stream stats unavailable");
     }

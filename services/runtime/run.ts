@@ -183,6 +183,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
   const stats = createConsumerStats({
     jsm: hub.jsm,
+    layout: hub.layout,
     metrics,
     logger,
     eventsMaxBytes: config.nats.events_max_bytes,
@@ -205,6 +206,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
       nc: hub.nc,
       js: hub.js,
       jsm: hub.jsm,
+      layout: hub.layout,
       config,
       routes: createRouteTable(config),
       logger: logger.child({ component: "executor" }),
@@ -223,6 +225,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     const callback = createCallbackService({
       js: hub.js,
       jsm: hub.jsm,
+      layout: hub.layout,
       nc: hub.nc,
       settings: callbackSettings(config),
       replicas: config.nats.replicas,
@@ -244,26 +247,34 @@ async function startProjector(ctx: PartsContext): Promise<void> {
   const { config, logger } = deps;
   const projectorLogger = logger.child({ component: "projector" });
   const { createProjector, PROJECTOR_LEASE_KEY } = await import("../projector/index.ts");
-  const projector = createProjector({
-    js: hub.js,
-    jsm: hub.jsm,
-    kv: hub.jobs,
-    logger: projectorLogger,
-    lingerMs: parseDuration(config.projector.linger),
-    // Several projector replicas may run: one folds, the others stand by.
-    lease: createLease({
-      kv: await openLeaseBucket(hub.nc, { replicas: config.nats.replicas }),
-      key: PROJECTOR_LEASE_KEY,
-      holder: `${hostname()}/${process.pid}`,
-      logger: projectorLogger,
-    }),
-    metrics,
-    ...tracing,
-    // Every ingress replica caches settled views: each one that changes is announced.
-    settledViewChanged: (change) => publishViewChanged(hub.nc, change),
-  });
-  await projector.start();
-  stoppables.push({ name: "projector", stop: projector.stop });
+  const leases = await openLeaseBucket(hub.nc, { replicas: config.nats.replicas });
+  // One projector per partition, each on its own lease: several replicas may run, and each
+  // partition is folded by the replica that holds its lease.
+  for (let partition = 0; partition < hub.layout.partitions; partition++) {
+    const partitionLogger =
+      hub.layout.partitions === 1 ? projectorLogger : projectorLogger.child({ partition });
+    const projector = createProjector({
+      js: hub.js,
+      jsm: hub.jsm,
+      layout: hub.layout,
+      partition,
+      kv: hub.views(partition),
+      logger: partitionLogger,
+      lingerMs: parseDuration(config.projector.linger),
+      lease: createLease({
+        kv: leases,
+        key: hub.layout.leaseKey(PROJECTOR_LEASE_KEY, partition),
+        holder: `${hostname()}/${process.pid}`,
+        logger: partitionLogger,
+      }),
+      metrics,
+      ...tracing,
+      // Every ingress replica caches settled views: each one that changes is announced.
+      settledViewChanged: (change) => publishViewChanged(hub.nc, change),
+    });
+    await projector.start();
+    stoppables.push({ name: `projector p${partition}`, stop: projector.stop });
+  }
   const { startAuditCheckpoints } = await import("./audit.ts");
   const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
   if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });

@@ -18,7 +18,8 @@ interface Stoppable {
 
 /**
  * The search index in one process: one store shared by the ingress (GET /jobs, the operator API)
- * and the indexer service (one writer at a time, on its own lease, like the projector).
+ * and the indexer service (one writer per partition at a time, on the partition's lease, like the
+ * projector).
  */
 export async function startSearchIndex(deps: {
   readonly services: readonly ServiceName[];
@@ -45,23 +46,31 @@ export async function startSearchIndex(deps: {
         return;
       }
       const logger = deps.logger.child({ component: "indexer" });
-      const indexer = createIndexer({
-        js: deps.hub.js,
-        jsm: deps.hub.jsm,
-        store,
-        logger,
-        lingerMs: parseDuration(config.index.linger),
-        retentionMs: parseDuration(config.nats.events_max_age),
-        // One writer at a time, like the projector: replicas stand by on their own lease.
-        lease: createLease({
-          kv: await openLeaseBucket(deps.hub.nc, { replicas: config.nats.replicas }),
-          key: "indexer",
-          holder: `${hostname()}/${process.pid}`,
-          logger,
-        }),
-      });
-      await indexer.start();
-      stoppables.push({ name: "indexer", stop: indexer.stop });
+      const { layout } = deps.hub;
+      const leases = await openLeaseBucket(deps.hub.nc, { replicas: config.nats.replicas });
+      // One indexer per partition, each on its own lease and with its own position in the store.
+      for (let partition = 0; partition < layout.partitions; partition++) {
+        const partitionLogger = layout.partitions === 1 ? logger : logger.child({ partition });
+        const indexer = createIndexer({
+          js: deps.hub.js,
+          jsm: deps.hub.jsm,
+          layout,
+          partition,
+          store,
+          logger: partitionLogger,
+          lingerMs: parseDuration(config.index.linger),
+          retentionMs: parseDuration(config.nats.events_max_age),
+          // One writer per partition at a time: replicas stand by on the partition's lease.
+          lease: createLease({
+            kv: leases,
+            key: layout.leaseKey("indexer", partition),
+            holder: `${hostname()}/${process.pid}`,
+            logger: partitionLogger,
+          }),
+        });
+        await indexer.start();
+        stoppables.push({ name: `indexer p${partition}`, stop: indexer.stop });
+      }
     },
     async close() {
       await store?.close();

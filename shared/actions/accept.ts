@@ -9,6 +9,7 @@ import {
 import {
   appendEvent,
   type EnvelopeDeps,
+  type EventLayout,
   type JobRef,
   newEvent,
   readLastEvent,
@@ -16,6 +17,8 @@ import {
 
 export interface AcceptRunDeps extends EnvelopeDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
 }
 
@@ -47,7 +50,7 @@ export type AcceptOutcome =
  */
 export async function acceptRun(deps: AcceptRunDeps, command: RunCommand): Promise<AcceptOutcome> {
   const event = newEvent(deps, command.ref, { type: "run.requested", data: command.data });
-  const result = await appendEvent(deps.js, event, {
+  const result = await appendEvent(deps, event, {
     msgId: command.ref.job_id,
     expectedLastSubjectSeq: 0,
     ...(command.timeoutMs === undefined ? {} : { timeoutMs: command.timeoutMs }),
@@ -56,7 +59,7 @@ export async function acceptRun(deps: AcceptRunDeps, command: RunCommand): Promi
   if (result.kind === "appended") {
     return { kind: "created", job: evolve(null, event) as JobView, seq: result.seq };
   }
-  const stored = await readLastEvent(deps.jsm, command.ref, "run");
+  const stored = await readLastEvent(deps, command.ref, "run");
   if (stored === null) return { kind: "unread" };
   // `.run` holds only run.requested (streamKindOf); anything else there is not this request.
   if (stored.event.type !== "run.requested") return { kind: "conflict", request_id: "" };

@@ -16,6 +16,8 @@ import { cancelRequestOf } from "../executor-kinds/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import {
   type CurrentStatus,
+  type EventLayout,
+  type EventStoreDeps,
   type JobRef,
   readLastEvent,
   readStatus,
@@ -27,6 +29,8 @@ import { publishCancelNotice } from "../schedule/index.ts";
 export interface CancelDeps {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly clock: Clock;
   readonly ids: IdGenerator;
@@ -52,14 +56,14 @@ export type CancelOutcome =
 
 /** The job as its last `.run`, `.job`, `.cb` and `.ops` events say (read from the stream leader). */
 async function currentJob(
-  jsm: JetStreamManager,
+  store: EventStoreDeps,
   ref: JobRef,
   status: CurrentStatus,
 ): Promise<{ run: RunRequested; view: JobView } | undefined> {
   const [run, cb, ops] = await Promise.all([
-    readLastEvent(jsm, ref, "run"),
-    readLastEvent(jsm, ref, "cb"),
-    readLastEvent(jsm, ref, "ops"),
+    readLastEvent(store, ref, "run"),
+    readLastEvent(store, ref, "cb"),
+    readLastEvent(store, ref, "ops"),
   ]);
   if (run?.event.type !== "run.requested") return undefined;
   let state: JobState = evolve(null, run.event);
@@ -83,8 +87,8 @@ export async function cancelJob(
   input: { readonly clientId: string; readonly jobId: string; readonly by: Actor },
 ): Promise<CancelOutcome> {
   const ref = { client_id: input.clientId, job_id: input.jobId };
-  const status = await readStatus(deps.jsm, ref);
-  const found = await currentJob(deps.jsm, ref, status);
+  const status = await readStatus(deps, ref);
+  const found = await currentJob(deps, ref, status);
   if (found === undefined) return { kind: "unknown" };
   const decision = decideCancel(found.view, input.by);
   if (decision.kind === "already_cancelled") return { kind: decision.kind, job: found.view };
@@ -105,7 +109,7 @@ export async function cancelJob(
   } as StatusIntent;
   const result = await writeStatus(deps, { ref, intent, known: status });
   if (result.kind === "refused") {
-    const again = await currentJob(deps.jsm, ref, result.current);
+    const again = await currentJob(deps, ref, result.current);
     if (again === undefined) return { kind: "unknown" };
     return isCancelEvent(result.current.last?.event)
       ? { kind: "already_cancelled", job: again.view }

@@ -12,6 +12,8 @@ import {
 import type { IdGenerator, JobIdDeriver } from "../ids/index.ts";
 import {
   appendEvent,
+  type EventLayout,
+  type EventStoreDeps,
   type JobRef,
   newEvent,
   readLastEvent,
@@ -21,6 +23,8 @@ import { acceptRun } from "./accept.ts";
 
 export interface RetryDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly clock: Clock;
   readonly ids: IdGenerator;
@@ -44,13 +48,13 @@ function fold(run: RunRequested, later: readonly (StoredEvent | null)[]): JobVie
 }
 
 async function readJob(
-  jsm: JetStreamManager,
+  store: EventStoreDeps,
   ref: JobRef,
 ): Promise<{ run: RunRequested; view: JobView } | undefined> {
   const [run, job, ops] = await Promise.all([
-    readLastEvent(jsm, ref, "run"),
-    readLastEvent(jsm, ref, "job"),
-    readLastEvent(jsm, ref, "ops"),
+    readLastEvent(store, ref, "run"),
+    readLastEvent(store, ref, "job"),
+    readLastEvent(store, ref, "ops"),
   ]);
   if (run?.event.type !== "run.requested") return undefined;
   const view = fold(run.event, [job, ops]);
@@ -59,13 +63,13 @@ async function readJob(
 
 /** The view of a job whose run was just read (a replayed retry): two reads, not three. */
 async function viewAfter(
-  jsm: JetStreamManager,
+  store: EventStoreDeps,
   ref: JobRef,
   run: RunRequested,
 ): Promise<JobView | undefined> {
   const [job, ops] = await Promise.all([
-    readLastEvent(jsm, ref, "job"),
-    readLastEvent(jsm, ref, "ops"),
+    readLastEvent(store, ref, "job"),
+    readLastEvent(store, ref, "ops"),
   ]);
   return fold(run, [job, ops]);
 }
@@ -82,7 +86,7 @@ export async function retryJob(
   input: { readonly clientId: string; readonly jobId: string; readonly by: Actor },
 ): Promise<RetryOutcome> {
   const old = { client_id: input.clientId, job_id: input.jobId };
-  const found = await readJob(deps.jsm, old);
+  const found = await readJob(deps, old);
   if (found === undefined) return { kind: "unknown" };
   const decision = decideRetry(found.view, found.run, input.by);
   if (decision.kind === "refuse") return { kind: "not_retryable", status: decision.status };
@@ -107,14 +111,14 @@ export async function retryJob(
   if (outcome.kind === "conflict") return { kind: "conflict" };
   if (outcome.kind === "unread") return { kind: "unknown" };
   const created = outcome.kind === "created";
-  const job = created ? outcome.job : await viewAfter(deps.jsm, ref, outcome.run);
+  const job = created ? outcome.job : await viewAfter(deps, ref, outcome.run);
   if (job === undefined) return { kind: "unknown" };
   if (found.view.retried_as !== ref.job_id) {
     const linked = newEvent(deps, old, {
       type: "job.retried",
       data: { retry_job_id: ref.job_id, requested_by: input.by },
     });
-    await appendEvent(deps.js, linked, { msgId: `retried:${input.jobId}:${ref.job_id}` });
+    await appendEvent(deps, linked, { msgId: `retried:${input.jobId}:${ref.job_id}` });
   }
   return { kind: "retried", created, job };
 }

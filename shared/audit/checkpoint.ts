@@ -24,8 +24,6 @@ export interface AuditCheckpoint {
   readonly data: CheckpointBody & { readonly jws: string };
 }
 
-export const CHECKPOINT_SUBJECT = "sy.audit.checkpoint";
-
 type SigningKey = CryptoKey | KeyObject;
 
 /** Signs a checkpoint body with Ed25519 (JWS compact, alg EdDSA). */

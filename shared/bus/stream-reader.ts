@@ -12,6 +12,8 @@ export interface StreamRecord {
 }
 
 export interface ReadStreamOptions {
+  /** The stream to read; default: the single-partition events stream. */
+  readonly stream?: string;
   /** One subject filter (nats-server 2.9 takes one); default: every subject. */
   readonly filterSubject?: string;
   /** First stream sequence to read (resume an export with last seq + 1). */
@@ -31,7 +33,7 @@ export async function* readStream(
   js: JetStreamClient,
   options: ReadStreamOptions = {},
 ): AsyncGenerator<StreamRecord> {
-  const consumer = await js.consumers.get(TOPOLOGY.eventsStream, {
+  const consumer = await js.consumers.get(options.stream ?? TOPOLOGY.eventsStream, {
     ...(options.filterSubject ? { filter_subjects: options.filterSubject } : {}),
     ...(options.fromSeq !== undefined
       ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, options.fromSeq) }

@@ -8,9 +8,9 @@ import {
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { keepsByteLimitExactly } from "../nats/index.ts";
+import { checkPartitions, readStorePartitions, recordStorePartitions } from "./store-partitions.ts";
 import { markStoreVersion, readStoreVersion, STORE_VERSION } from "./store-version.ts";
 import { ensureStream } from "./streams.ts";
-import { AUDIT_SUBJECT_ROOT, EVENT_SUBJECT_ROOT } from "./subjects.ts";
 import { TOPOLOGY } from "./topology-names.ts";
 
 export { TOPOLOGY } from "./topology-names.ts";
@@ -27,6 +27,15 @@ export interface TopologyOptions {
   readonly eventsMaxBytes: number;
 }
 
+/** The names of the partitioned event log (shared/jobs/layout.ts's EventLayout provides them). */
+export interface PartitionNames {
+  readonly partitions: number;
+  stream(p: number): string;
+  eventRoot(p: number): string;
+  auditRoot(p: number): string;
+  viewBucket(p: number): string;
+}
+
 /**
  * The byte limit the events stream itself holds on this server: below 2.10.5 a stream at
  * max_bytes with discard new can drop its oldest events (keepsByteLimitExactly), so there the
@@ -40,11 +49,12 @@ const nanos = (ms: number) => ms * 1_000_000;
 
 /** The events stream's config: file storage, deny delete and purge, discard new when full. */
 export function eventsStreamConfig(
-  options: TopologyOptions,
+  options: TopologyOptions & { readonly names: PartitionNames; readonly partition: number },
 ): Partial<StreamConfig> & { name: string } {
+  const { names, partition: p } = options;
   return {
-    name: TOPOLOGY.eventsStream,
-    subjects: [`${EVENT_SUBJECT_ROOT}.>`, `${AUDIT_SUBJECT_ROOT}.>`],
+    name: names.stream(p),
+    subjects: [`${names.eventRoot(p)}.>`, `${names.auditRoot(p)}.>`],
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     // Discard new: an audit log must refuse writes when full, never drop its oldest events.
@@ -60,17 +70,31 @@ export function eventsStreamConfig(
 }
 
 /**
- * Creates or updates the events stream and the KV buckets. Safe to run from every service at
- * start, concurrently: creation races resolve to the same config.
+ * The store's partition count: a fresh store records the configured one, a store without a record
+ * (written before partitions) is 1, and a configured count that differs is refused.
  */
-export async function ensureTopology(
+async function storePartitions(meta: KV, fresh: boolean, configured: number): Promise<number> {
+  const stored = await readStorePartitions(meta);
+  if (stored !== undefined) return checkPartitions(configured, stored);
+  if (!fresh) return checkPartitions(configured, 1);
+  return checkPartitions(configured, await recordStorePartitions(meta, configured));
+}
+
+/**
+ * Creates or updates every partition's events stream and view bucket, and the meta bucket. Safe
+ * to run from every service at start, concurrently: creation races resolve to the same config.
+ */
+export async function ensureTopology<L extends PartitionNames>(
   nc: NatsConnection,
   jsm: JetStreamManager,
-  options: TopologyOptions,
-): Promise<{ jobs: KV; meta: KV; storeVersion: number }> {
+  options: TopologyOptions & {
+    readonly partitions: number;
+    readonly layoutOf: (partitions: number) => L;
+  },
+): Promise<{ layout: L; views: KV[]; meta: KV; storeVersion: number }> {
   const kvm = new Kvm(nc);
-  // The meta bucket and the version mark come before the stream, so a store with a stream and
-  // no mark is one an older version wrote, never a new one half set up.
+  // The meta bucket, the version mark and the partition count come before the streams, so a store
+  // with a stream and no mark is one an older version wrote, never a new one half set up.
   // sy_meta holds the store mark, the job-id key and the console key (read at start-up) and each
   // operator's console-session generation (read per console request, so a logout on one replica
   // holds on all). Each read must see every earlier write: direct gets may be answered by an R3
@@ -84,13 +108,24 @@ export async function ensureTopology(
   });
   const found = await readStoreVersion(jsm, meta);
   if (found === "fresh") await markStoreVersion(meta);
+  const layout = options.layoutOf(
+    await storePartitions(meta, found === "fresh", options.partitions),
+  );
   const maxBytes = streamByteLimit(options.eventsMaxBytes, nc.info?.version ?? "0.0.0");
-  await ensureStream(jsm, eventsStreamConfig({ ...options, eventsMaxBytes: maxBytes }));
-  const jobs = await kvm.create(TOPOLOGY.jobsBucket, {
-    history: 1,
-    replicas: options.replicas,
-    ttl: options.eventsMaxAgeMs,
-    storage: "file",
-  });
-  return { jobs, meta, storeVersion: found === "fresh" ? STORE_VERSION : found };
+  const views: KV[] = [];
+  for (let p = 0; p < layout.partitions; p++) {
+    await ensureStream(
+      jsm,
+      eventsStreamConfig({ ...options, eventsMaxBytes: maxBytes, names: layout, partition: p }),
+    );
+    views.push(
+      await kvm.create(layout.viewBucket(p), {
+        history: 1,
+        replicas: options.replicas,
+        ttl: options.eventsMaxAgeMs,
+        storage: "file",
+      }),
+    );
+  }
+  return { layout, views, meta, storeVersion: found === "fresh" ? STORE_VERSION : found };
 }

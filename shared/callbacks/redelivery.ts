@@ -3,11 +3,19 @@ import type { Clock } from "../clock/index.ts";
 import { evolve, isFinal } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import { JOB_ID_PATTERN } from "../ids/index.ts";
-import { appendEvent, findJobClient, newEvent, readLastEvent } from "../jobs/index.ts";
+import {
+  appendEvent,
+  type EventLayout,
+  findJobClient,
+  newEvent,
+  readLastEvent,
+} from "../jobs/index.ts";
 import { publishCallbackWakeup } from "../schedule/index.ts";
 
 export interface RedeliveryDeps {
   readonly js: JetStreamClient;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly jsm: JetStreamManager;
   readonly clock: Clock;
   readonly ids: IdGenerator;
@@ -47,17 +55,17 @@ export async function requestRedelivery(
   options: RedeliveryOptions = {},
 ): Promise<RedeliveryResult> {
   if (!JOB_ID_PATTERN.test(jobId)) return refused("unknown_job", `'${jobId}' is not a job id`);
-  const clientId = options.clientId ?? (await findJobClient(deps.jsm, jobId));
+  const clientId = options.clientId ?? (await findJobClient(deps, jobId));
   if (!clientId) return refused("unknown_job", `no job ${jobId}`);
   const ref = { client_id: clientId, job_id: jobId };
-  const run = await readLastEvent(deps.jsm, ref, "run");
+  const run = await readLastEvent(deps, ref, "run");
   if (run?.event.type !== "run.requested") return refused("unknown_job", `no job ${jobId}`);
   if (run.event.data.callback_url === undefined) {
     return refused("no_callback", `job ${jobId} was submitted without a callback_url`);
   }
   const [job, cb] = await Promise.all([
-    readLastEvent(deps.jsm, ref, "job"),
-    readLastEvent(deps.jsm, ref, "cb"),
+    readLastEvent(deps, ref, "job"),
+    readLastEvent(deps, ref, "cb"),
   ]);
   let state = evolve(null, run.event);
   if (job) state = evolve(state, job.event);
@@ -94,7 +102,7 @@ export async function requestRedelivery(
         : { requested_by: options.requestedBy.slice(0, 128) }),
     },
   });
-  const result = await appendEvent(deps.js, event, { expectedLastSubjectSeq: cb.seq });
+  const result = await appendEvent(deps, event, { expectedLastSubjectSeq: cb.seq });
   if (result.kind === "conflict") {
     return refused("in_progress", `the callback of job ${jobId} changed meanwhile; try again`);
   }

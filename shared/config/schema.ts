@@ -241,6 +241,13 @@ export const ConfigSchema = Type.Object(
       {
         url: Type.String({ default: "nats://127.0.0.1:4222" }),
         replicas: Type.Union([Type.Literal(1), Type.Literal(3), Type.Literal(5)], { default: 1 }),
+        // Fixed when the store is created (sy_meta records it): docs/deploy.md "Choosing partitions".
+        partitions: Type.Integer({
+          minimum: 1,
+          maximum: 256,
+          default: 1,
+          description: "Partitions of the event log, views and index; fixed at store creation.",
+        }),
         events_max_age: Duration("30d", "Retention of the event stream, and so of idempotency."),
         duplicate_window: Duration("2m", "JetStream Nats-Msg-Id window."),
         events_max_bytes: Type.Integer({ minimum: -1, default: -1 }),

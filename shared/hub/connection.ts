@@ -7,13 +7,16 @@ import {
 import { type KV, Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import {
+  checkPartitions,
   ensureTopology,
   isJsError,
+  readStorePartitions,
   readStoreVersion,
   STORE_VERSION,
   TOPOLOGY,
 } from "../bus/index.ts";
 import { type Config, parseDuration } from "../config/index.ts";
+import { createEventLayout, type EventLayout, type JobRef } from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
 import { coalesceWrites, identityOptions, redactUrl } from "../nats/index.ts";
 import { refusalOf, unreadableFile } from "./refusals.ts";
@@ -23,7 +26,14 @@ export interface HubConnection {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  /** Every name of the partitioned event log: streams, subjects, view buckets, lease keys. */
+  readonly layout: EventLayout;
+  /** Partition 0's job views: the only view bucket of a single-partition hub. */
   readonly jobs: KV;
+  /** Partition p's job view bucket. */
+  views(p: number): KV;
+  /** The view bucket of the partition a job lives in. */
+  viewsOf(ref: Pick<JobRef, "job_id">): KV;
   readonly meta: KV;
   /** The layout version of the store (shared/bus/store-version.ts); services refuse an old one. */
   readonly storeVersion: number;
@@ -76,6 +86,11 @@ export interface ConnectOptions {
    * nats.manage_topology.
    */
   readonly createTopology?: boolean;
+  /**
+   * For commands that open an existing hub: take the partition count from the store (sy_meta)
+   * instead of refusing one that differs from nats.partitions (auditors need no config).
+   */
+  readonly partitionsFromStore?: boolean;
   /** Called before each retry of the first connection. */
   readonly onWaiting?: (wait: ConnectWait) => void;
 }
@@ -122,13 +137,9 @@ async function connectFirst(config: Config, name: string, options: ConnectOption
   }
 }
 
-/** Opens the stream's buckets without creating anything; throws HubNotFoundError if missing. */
-async function openTopology(nc: NatsConnection, jsm: JetStreamManager, url: string) {
-  for (const stream of [
-    TOPOLOGY.eventsStream,
-    `KV_${TOPOLOGY.jobsBucket}`,
-    `KV_${TOPOLOGY.metaBucket}`,
-  ]) {
+/** Throws HubNotFoundError unless every named stream exists. */
+async function requireStreams(jsm: JetStreamManager, url: string, streams: readonly string[]) {
+  for (const stream of streams) {
     try {
       await jsm.streams.info(stream);
     } catch (err) {
@@ -136,11 +147,30 @@ async function openTopology(nc: NatsConnection, jsm: JetStreamManager, url: stri
       throw err;
     }
   }
+}
+
+/** Opens the streams and buckets without creating anything; throws HubNotFoundError if missing. */
+async function openTopology(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  options: { url: string; partitions: number; fromStore: boolean },
+) {
+  await requireStreams(jsm, options.url, [`KV_${TOPOLOGY.metaBucket}`]);
   const kvm = new Kvm(nc);
   const meta = await kvm.open(TOPOLOGY.metaBucket);
+  const stored = (await readStorePartitions(meta)) ?? 1;
+  const layout = createEventLayout(
+    options.fromStore ? stored : checkPartitions(options.partitions, stored),
+  );
+  const buckets = Array.from({ length: layout.partitions }, (_, p) => layout.viewBucket(p));
+  await requireStreams(jsm, options.url, [
+    ...layout.streams(),
+    ...buckets.map((bucket) => `KV_${bucket}`),
+  ]);
   const found = await readStoreVersion(jsm, meta);
   return {
-    jobs: await kvm.open(TOPOLOGY.jobsBucket),
+    layout,
+    views: await Promise.all(buckets.map((bucket) => kvm.open(bucket))),
     meta,
     // The stream exists, so the store is never "fresh" here.
     storeVersion: found === "fresh" ? STORE_VERSION : found,
@@ -177,33 +207,44 @@ export async function connectHub(
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const manage = options.createTopology ?? config.nats.manage_topology;
-  const { jobs, meta, storeVersion } = !manage
-    ? await openTopology(nc, jsm, redactUrl(config.nats.url)).catch(async (err: unknown) => {
-        await nc.close();
-        throw err;
+  const opened = await (!manage
+    ? openTopology(nc, jsm, {
+        url: redactUrl(config.nats.url),
+        partitions: config.nats.partitions,
+        fromStore: options.partitionsFromStore === true,
       })
-    : await ensureTopology(nc, jsm, {
+    : ensureTopology(nc, jsm, {
         replicas: config.nats.replicas,
         eventsMaxAgeMs: parseDuration(config.nats.events_max_age),
         duplicateWindowMs: parseDuration(config.nats.duplicate_window),
         eventsMaxBytes: config.nats.events_max_bytes,
-      });
+        partitions: config.nats.partitions,
+        layoutOf: createEventLayout,
+      })
+  ).catch(async (err: unknown) => {
+    await nc.close();
+    throw err;
+  });
+  const { layout, views, meta, storeVersion } = opened;
   logger.info(
-    { server: nc.info?.version, replicas: config.nats.replicas },
+    { server: nc.info?.version, replicas: config.nats.replicas, partitions: layout.partitions },
     "nats connected, topology ready",
   );
   return {
     nc,
     js,
     jsm,
-    jobs,
+    layout,
+    jobs: views[0] as KV,
+    views: (p) => views[p] as KV,
+    viewsOf: (ref) => views[layout.partitionOf(ref)] as KV,
     meta,
     storeVersion,
     connected: () => up && !nc.isClosed(),
     async topologyReady() {
       if (!up || nc.isClosed()) return false;
       try {
-        await jsm.streams.info(TOPOLOGY.eventsStream);
+        await jsm.streams.info(layout.stream(0));
         return true;
       } catch {
         return false;

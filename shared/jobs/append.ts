@@ -2,7 +2,7 @@ import { type JetStreamClient, PubHeaders } from "@nats-io/jetstream";
 import { EVENT_TYPE_HEADER, encodeEvent, isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type JobEvent, streamKindOf } from "../domain/index.ts";
 import { headersOf } from "../nats/index.ts";
-import { jobSubject } from "./subjects.ts";
+import type { EventLayout } from "./layout.ts";
 
 export interface AppendOptions {
   /** Stream sequence the job's subject must end at; 0 means "no event on it yet". */
@@ -24,7 +24,7 @@ export type AppendResult =
  * atomically that nobody appended since the writer read the subject (optimistic concurrency).
  */
 export async function appendEvent(
-  js: JetStreamClient,
+  deps: { readonly js: JetStreamClient; readonly layout: EventLayout },
   event: JobEvent,
   options: AppendOptions = {},
 ): Promise<AppendResult> {
@@ -39,7 +39,8 @@ export async function appendEvent(
       : { [PubHeaders.ExpectedLastSubjectSequenceHdr]: `${options.expectedLastSubjectSeq}` }),
   });
   try {
-    const ack = await js.publish(jobSubject(event, streamKindOf(event.type)), encodeEvent(event), {
+    const subject = deps.layout.subject(event, streamKindOf(event.type));
+    const ack = await deps.js.publish(subject, encodeEvent(event), {
       headers,
       ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
     });

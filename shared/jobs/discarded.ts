@@ -4,6 +4,7 @@ import { decideDiscardedResult, type StatusIntent } from "../domain/index.ts";
 import type { IdGenerator } from "../ids/index.ts";
 import { appendEvent } from "./append.ts";
 import { newEvent } from "./envelope.ts";
+import type { EventLayout } from "./layout.ts";
 import type { CurrentStatus } from "./status.ts";
 import type { JobRef } from "./subjects.ts";
 
@@ -16,13 +17,18 @@ import type { JobRef } from "./subjects.ts";
  * refusal one event: the first result after a cancel is the one kept.
  */
 export async function keepDiscardedResult(
-  deps: { readonly js: JetStreamClient; readonly clock: Clock; readonly ids: IdGenerator },
+  deps: {
+    readonly js: JetStreamClient;
+    readonly layout: EventLayout;
+    readonly clock: Clock;
+    readonly ids: IdGenerator;
+  },
   input: { readonly ref: JobRef; readonly current: CurrentStatus; readonly intent: StatusIntent },
 ): Promise<void> {
   const data = decideDiscardedResult(input.current.last?.event, input.intent);
   if (data === null) return;
   const event = newEvent(deps, input.ref, { type: "job.result_discarded", data });
-  await appendEvent(deps.js, event, {
+  await appendEvent(deps, event, {
     msgId: `discarded:${input.ref.job_id}:${input.current.seq}`,
   });
 }

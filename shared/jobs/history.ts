@@ -1,7 +1,7 @@
-import type { JetStreamManager } from "@nats-io/jetstream";
-import { decodeEvent, PoisonMessageError, TOPOLOGY } from "../bus/index.ts";
+import { decodeEvent, PoisonMessageError } from "../bus/index.ts";
 import { type JobEvent, type JobState, transition } from "../domain/index.ts";
-import { type JobRef, subjectFilters } from "./subjects.ts";
+import type { EventStoreDeps } from "./read.ts";
+import type { JobRef } from "./subjects.ts";
 
 /** One stored event of a job with its stream sequence and the server's receive time. */
 export interface HistoryEntry {
@@ -19,15 +19,16 @@ export const MAX_HISTORY = 10_000;
  * (`next_by_subj` on the job's subjects). Not for the common path: a job has a handful of events,
  * and this runs for an operator's timeline and when a projection heals a job after a crash.
  */
-export async function readJobHistory(jsm: JetStreamManager, ref: JobRef): Promise<HistoryEntry[]> {
-  const subject = subjectFilters.job(ref);
+export async function readJobHistory(deps: EventStoreDeps, ref: JobRef): Promise<HistoryEntry[]> {
+  const subject = deps.layout.filters.job(ref);
+  const stream = deps.layout.streamOf(ref);
   const entries: HistoryEntry[] = [];
   let seq = 1;
   while (entries.length < MAX_HISTORY) {
     // nats.js types the request as seq or last_by_subj only; the server (2.9+) also takes
     // next_by_subj (the first message at or after seq on that subject).
     const query = { seq, next_by_subj: subject };
-    const msg = await jsm.streams.getMessage(TOPOLOGY.eventsStream, query);
+    const msg = await deps.jsm.streams.getMessage(stream, query);
     if (msg === null) break;
     seq = msg.seq + 1;
     try {

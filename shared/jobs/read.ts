@@ -1,7 +1,14 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { decodeEvent, TOPOLOGY } from "../bus/index.ts";
+import { decodeEvent } from "../bus/index.ts";
 import type { EventStreamKind, JobEvent } from "../domain/index.ts";
-import { type JobRef, jobRefOfSubject, jobSubject, subjectFilters } from "./subjects.ts";
+import type { EventLayout } from "./layout.ts";
+import type { JobRef } from "./subjects.ts";
+
+/** What reads a job's events need: the manager and the layout that names the job's stream. */
+export interface EventStoreDeps {
+  readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
+}
 
 export interface StoredEvent {
   readonly seq: number;
@@ -13,12 +20,12 @@ export interface StoredEvent {
  * a follower may answer with stale data). null when the subject is empty.
  */
 export async function readLastEvent(
-  jsm: JetStreamManager,
+  deps: EventStoreDeps,
   ref: JobRef,
   kind: EventStreamKind,
 ): Promise<StoredEvent | null> {
-  const msg = await jsm.streams.getMessage(TOPOLOGY.eventsStream, {
-    last_by_subj: jobSubject(ref, kind),
+  const msg = await deps.jsm.streams.getMessage(deps.layout.streamOf(ref), {
+    last_by_subj: deps.layout.subject(ref, kind),
   });
   if (msg === null) return null;
   return { seq: msg.seq, event: decodeEvent(msg.data) };
@@ -29,23 +36,24 @@ export async function readLastEvent(
  * (stream info with a subject filter: no message is read). undefined when there is no such job.
  */
 export async function findJobClient(
-  jsm: JetStreamManager,
+  deps: EventStoreDeps,
   jobId: string,
 ): Promise<string | undefined> {
-  const info = await jsm.streams.info(TOPOLOGY.eventsStream, {
-    subjects_filter: subjectFilters.anyClientRun(jobId),
+  const { layout } = deps;
+  const info = await deps.jsm.streams.info(layout.streamOf({ job_id: jobId }), {
+    subjects_filter: layout.filters.anyClientRun(jobId),
   });
   const subject = Object.keys(info.state.subjects ?? {})[0];
-  return subject === undefined ? undefined : jobRefOfSubject(subject)?.client_id;
+  return subject === undefined ? undefined : layout.refOfSubject(subject)?.client_id;
 }
 
 /** The run.requested of a job known only by its id (any client); null when there is none. */
 export async function readRunOfJob(
-  jsm: JetStreamManager,
+  deps: EventStoreDeps,
   jobId: string,
 ): Promise<StoredEvent | null> {
-  const msg = await jsm.streams.getMessage(TOPOLOGY.eventsStream, {
-    last_by_subj: subjectFilters.anyClientRun(jobId),
+  const msg = await deps.jsm.streams.getMessage(deps.layout.streamOf({ job_id: jobId }), {
+    last_by_subj: deps.layout.filters.anyClientRun(jobId),
   });
   if (msg === null) return null;
   return { seq: msg.seq, event: decodeEvent(msg.data) };

@@ -2,6 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import { evolve, type JobState, type JobView } from "../domain/index.ts";
 import { GenerationalMap } from "./generations.ts";
+import type { EventLayout } from "./layout.ts";
 import { readLastEvent } from "./read.ts";
 import { type JobRef, jobViewKey } from "./subjects.ts";
 import type { JobViewCache } from "./view-cache.ts";
@@ -28,8 +29,10 @@ const APPENDS_REMEMBERED = 10_000;
  * events on a job subject are appended with optimistic concurrency, so the last one is legal.
  */
 export function createJobReader(deps: {
-  readonly kv: KV;
+  /** The view bucket of the partition a job lives in (HubConnection.viewsOf). */
+  readonly viewsOf: (ref: JobRef) => KV;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   /** Optional in-process cache of settled views (view-cache.ts); everything else reads KV. */
   readonly cache?: JobViewCache;
 }): JobReader {
@@ -44,11 +47,11 @@ export function createJobReader(deps: {
     return view.seq < seq;
   };
   const fromStream = async (ref: JobRef): Promise<JobView | null> => {
-    const run = await readLastEvent(deps.jsm, ref, "run");
+    const run = await readLastEvent(deps, ref, "run");
     if (!run) return null;
     const [job, cb] = await Promise.all([
-      readLastEvent(deps.jsm, ref, "job"),
-      readLastEvent(deps.jsm, ref, "cb"),
+      readLastEvent(deps, ref, "job"),
+      readLastEvent(deps, ref, "cb"),
     ]);
     let state: JobState = evolve(null, run.event);
     let seq = run.seq;
@@ -65,7 +68,7 @@ export function createJobReader(deps: {
       const key = jobViewKey(ref);
       const hit = cache?.get(key);
       if (hit && !behind(key, hit)) return hit;
-      const entry = await deps.kv.get(key);
+      const entry = await deps.viewsOf(ref).get(key);
       if (entry && entry.operation === "PUT" && entry.length > 0) {
         const view = jobViewCodec.decode(entry.value);
         if (!behind(key, view)) {

@@ -13,7 +13,8 @@ import type { IdGenerator } from "../ids/index.ts";
 import { appendEvent } from "./append.ts";
 import { keepDiscardedResult } from "./discarded.ts";
 import { newEvent } from "./envelope.ts";
-import { readLastEvent, type StoredEvent } from "./read.ts";
+import type { EventLayout } from "./layout.ts";
+import { type EventStoreDeps, readLastEvent, type StoredEvent } from "./read.ts";
 import type { JobRef } from "./subjects.ts";
 
 export type { StatusEvent, StatusEventType, StatusIntent } from "../domain/index.ts";
@@ -34,8 +35,8 @@ export const QUEUED: CurrentStatus = { status: "queued", last: null, seq: 0 };
  * Every status event is appended with optimistic concurrency, so the last one is always a legal
  * move and names the current status; an empty subject means `queued`.
  */
-export async function readStatus(jsm: JetStreamManager, ref: JobRef): Promise<CurrentStatus> {
-  const last = await readLastEvent(jsm, ref, "job");
+export async function readStatus(deps: EventStoreDeps, ref: JobRef): Promise<CurrentStatus> {
+  const last = await readLastEvent(deps, ref, "job");
   if (last === null || !isStatusEventType(last.event.type)) {
     return { status: "queued", last, seq: last?.seq ?? 0 };
   }
@@ -45,6 +46,7 @@ export async function readStatus(jsm: JetStreamManager, ref: JobRef): Promise<Cu
 export interface StatusWriterDeps {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly clock: Clock;
   readonly ids: IdGenerator;
 }
@@ -84,7 +86,7 @@ export async function writeStatus(
   deps: StatusWriterDeps,
   write: StatusWrite,
 ): Promise<WriteResult> {
-  let current = write.known ?? (await readStatus(deps.jsm, write.ref));
+  let current = write.known ?? (await readStatus(deps, write.ref));
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const decision = decideStatus(current.status, write.intent);
     if (decision.kind === "refuse") {
@@ -95,12 +97,12 @@ export async function writeStatus(
       return { kind: "refused", current, reason: decision.reason };
     }
     const event: StatusEvent = newEvent(deps, write.ref, decision.intent);
-    const result = await appendEvent(deps.js, event, {
+    const result = await appendEvent(deps, event, {
       expectedLastSubjectSeq: current.seq,
       ...(write.traceparent ? { traceparent: write.traceparent } : {}),
     });
     if (result.kind !== "conflict") return { kind: "appended", seq: result.seq, event };
-    current = await readStatus(deps.jsm, write.ref);
+    current = await readStatus(deps, write.ref);
     if (write.onlyIfUnchanged) return { kind: "refused", current, reason: "changed" };
   }
   throw new Error(`job ${write.ref.job_id}: status write kept conflicting`);

@@ -95,6 +95,8 @@ export interface ReadModel<State> {
 export interface ProjectionSlot {
   /** 0 while the hub has one partition. */
   readonly partition: number;
+  /** The partition's events stream (EventLayout.stream). */
+  readonly stream: string;
   /** The durable consumer on the events stream. */
   readonly durable: string;
   /** Subjects the durable takes. */

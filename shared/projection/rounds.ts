@@ -1,6 +1,6 @@
 import type { JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, PoisonMessageError } from "../bus/index.ts";
-import { readJobHistory } from "../jobs/index.ts";
+import { type EventLayout, readJobHistory } from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
 import { AckFloor } from "./ack-floor.ts";
 import { HeldJobs } from "./held.ts";
@@ -18,6 +18,8 @@ export const FENCED_PAUSE_MS = 50;
 
 export interface RoundsDeps<State> {
   readonly jsm: JetStreamManager;
+  /** Names the stream, subjects and view bucket of each job's partition. */
+  readonly layout: EventLayout;
   readonly logger: Logger;
   readonly model: ReadModel<State>;
   readonly pace: Pace;
@@ -93,7 +95,7 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
   const heal = async (job: HeldJob<State>): Promise<boolean> => {
     const [state] = await model.load([job]);
     if (state === undefined) return false;
-    const history = await readJobHistory(deps.jsm, { client_id: job.clientId, job_id: job.jobId });
+    const history = await readJobHistory(deps, { client_id: job.clientId, job_id: job.jobId });
     job.state = model.replay(state, history);
     job.folded = job.events.length;
     return true;

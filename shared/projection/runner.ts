@@ -10,8 +10,8 @@ import {
   pumpOwnedDurable,
   recreateDurableAt,
   recreateDurableFromFloor,
-  TOPOLOGY,
 } from "../bus/index.ts";
+import type { EventLayout } from "../jobs/index.ts";
 import { retryWhile } from "../lease/index.ts";
 import type { Logger } from "../log/index.ts";
 import {
@@ -26,6 +26,7 @@ import { createRounds, FENCED_PAUSE_MS } from "./rounds.ts";
 export interface ProjectionRunnerDeps<State> {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   readonly logger: Logger;
   readonly slot: ProjectionSlot;
   readonly model: ReadModel<State>;
@@ -56,7 +57,15 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   const { durable } = slot;
   const leading = () => slot.lease === undefined || slot.lease.holding();
   const fence: Fence = { partition: slot.partition, holding: leading };
-  const rounds = createRounds({ jsm: deps.jsm, logger, model, pace, durable, fence });
+  const rounds = createRounds({
+    jsm: deps.jsm,
+    layout: deps.layout,
+    logger,
+    model,
+    pace,
+    durable,
+    fence,
+  });
   const log = { durable, partition: slot.partition };
   let messages: ConsumerMessages | undefined;
   let queue: JsMsg[] = [];
@@ -141,6 +150,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   const consume = async () => {
     const options: DurableOptions = {
       name: durable,
+      stream: slot.stream,
       filterSubject: slot.filterSubject,
       ackWaitMs: pace.ackWaitMs,
       maxAckPending: 20_000,
@@ -152,7 +162,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         ? (await recreateDurableFromFloor(deps.jsm, options)).fromSeq
         : await recreateDurableAt(deps.jsm, { ...options, fromSeq: resume }).then(() => resume);
     rounds.restart();
-    const consumer = await deps.js.consumers.get(TOPOLOGY.eventsStream, durable);
+    const consumer = await deps.js.consumers.get(slot.stream, durable);
     const stream = await consumer.consume({ max_messages: 500 });
     messages = stream;
     running = true;

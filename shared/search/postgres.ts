@@ -2,16 +2,17 @@ import { SQL } from "bun";
 import type { JobView } from "../domain/index.ts";
 import { jobViewCodec } from "../jobs/index.ts";
 import {
-  CLAIM_SQL,
   COUNT_UPSERT_TAIL,
+  claimSql,
   countSql,
   countsSql,
   highestSeq,
   Params,
   POSITION_SQL,
   pageSql,
+  partitionRow,
   perMinuteSql,
-  positionOf,
+  positionOfRows,
   positionUpsert,
   ROW_COLUMNS,
   rowValues,
@@ -31,7 +32,10 @@ type Tx = { unsafe(sql: string, params?: unknown[]): Promise<unknown[]> };
 async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
   // Row-locks the owner record: a concurrent claim waits for this transaction, and a write of an
   // older epoch is refused.
-  const [owner] = (await tx.unsafe("SELECT epoch FROM sy_index_owner WHERE id = 1 FOR UPDATE")) as {
+  const id = partitionRow(write.partition);
+  const [owner] = (await tx.unsafe("SELECT epoch FROM sy_index_owner WHERE id = $1 FOR UPDATE", [
+    id,
+  ])) as {
     epoch: unknown;
   }[];
   const current = Number(owner?.epoch ?? 0);
@@ -64,6 +68,7 @@ async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
     p.updatedMs,
     p.stream,
     highestSeq(write.rows),
+    id,
   ]);
 }
 
@@ -107,21 +112,21 @@ export function openPostgresIndex(
       }
       return out;
     },
-    async claim() {
-      const [row] = await rows(CLAIM_SQL, []);
+    async claim(partition) {
+      const [row] = await rows(claimSql("postgres"), [partitionRow(partition)]);
       return Number(row?.epoch);
     },
     async apply(write) {
       await sql.begin((tx) => writeRows(tx as unknown as Tx, write));
     },
-    async position(): Promise<StoredPosition> {
-      const [row] = await rows(POSITION_SQL, []);
-      return positionOf(row);
+    async position(partition): Promise<StoredPosition> {
+      return positionOfRows(await rows(POSITION_SQL, []), partition);
     },
-    async heartbeat(pending, nowMs) {
-      await rows("UPDATE sy_index_meta SET pending = $1, updated_ms = $2 WHERE id = 1", [
+    async heartbeat(pending, nowMs, partition) {
+      await rows("UPDATE sy_index_meta SET pending = $1, updated_ms = $2 WHERE id = $3", [
         pending,
         nowMs,
+        partitionRow(partition),
       ]);
     },
     async page(query) {

@@ -84,17 +84,43 @@ export const WRITTEN_SEQ_BACKFILL =
 export const highestSeq = (rows: readonly { readonly view: JobView }[]): number =>
   rows.reduce((max, row) => Math.max(max, row.view.seq), 0);
 
+/**
+ * The row of partition p in sy_index_meta and sy_index_owner: its id is p + 1, so the one row of
+ * an index made before partitions (id 1) is partition 0's, and the tables need no migration.
+ */
+export const partitionRow = (partition = 0): number => partition + 1;
+
 /** The position's upsert; `greatest` is the engine's two-argument maximum. */
 export const positionUpsert = (dialect: Dialect): string => {
-  const [a, b, c, d, e] =
-    dialect === "sqlite" ? ["?", "?", "?", "?", "?"] : ["$1", "$2", "$3", "$4", "$5"];
+  // Numbered, so the partition's row id (bound last) can come first in the statement.
+  const [a, b, c, d, e, id] = [1, 2, 3, 4, 5, 6].map((n) =>
+    dialect === "sqlite" ? `?${n}` : `$${n}`,
+  );
   const greatest = dialect === "sqlite" ? "MAX" : "GREATEST";
-  return `INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream, written_seq) VALUES (1, ${a}, ${b}, ${c}, ${d}, ${e}) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream, written_seq = ${greatest}(COALESCE(sy_index_meta.written_seq, 0), excluded.written_seq)`;
+  return `INSERT INTO sy_index_meta (id, applied_seq, pending, updated_ms, stream, written_seq) VALUES (${id}, ${a}, ${b}, ${c}, ${d}, ${e}) ON CONFLICT (id) DO UPDATE SET applied_seq = excluded.applied_seq, pending = excluded.pending, updated_ms = excluded.updated_ms, stream = excluded.stream, written_seq = ${greatest}(COALESCE(sy_index_meta.written_seq, 0), excluded.written_seq)`;
 };
 
-/** Reads the position (sy_index_meta's one row). */
+/** Reads every partition's position (sy_index_meta: a row per partition), partition 0 first. */
 export const POSITION_SQL =
-  "SELECT applied_seq, pending, updated_ms, stream, written_seq FROM sy_index_meta WHERE id = 1";
+  "SELECT id, applied_seq, pending, updated_ms, stream, written_seq FROM sy_index_meta ORDER BY id";
+
+/** One partition's position, or the whole index's (see IndexStore.position), from its rows. */
+export function positionOfRows(
+  rows: readonly Record<string, unknown>[],
+  partition: number | undefined,
+): StoredPosition {
+  if (partition !== undefined) {
+    return positionOf(rows.find((r) => Number(r.id) === partitionRow(partition)));
+  }
+  const first = positionOf(rows.find((r) => Number(r.id) === partitionRow(0)));
+  if (rows.length <= 1) return first;
+  const all = rows.map((r) => positionOf(r));
+  return {
+    ...first,
+    pending: all.reduce((sum, p) => sum + p.pending, 0),
+    updatedMs: Math.min(...all.map((p) => p.updatedMs)),
+  };
+}
 
 /** The stored position from its row (engines return numbers or strings for BIGINT). */
 export function positionOf(row: Record<string, unknown> | null | undefined): StoredPosition {
@@ -246,5 +272,5 @@ export function perMinuteSql(
   };
 }
 
-export const CLAIM_SQL =
-  "INSERT INTO sy_index_owner (id, epoch) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET epoch = sy_index_owner.epoch + 1 RETURNING epoch";
+export const claimSql = (dialect: Dialect): string =>
+  `INSERT INTO sy_index_owner (id, epoch) VALUES (${dialect === "sqlite" ? "?" : "$1"}, 1) ON CONFLICT (id) DO UPDATE SET epoch = sy_index_owner.epoch + 1 RETURNING epoch`;

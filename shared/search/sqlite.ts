@@ -4,15 +4,16 @@ import { dirname } from "node:path";
 import type { JobView } from "../domain/index.ts";
 import { jobViewCodec } from "../jobs/index.ts";
 import {
-  CLAIM_SQL,
   COUNT_UPSERT_TAIL,
+  claimSql,
   countSql,
   countsSql,
   highestSeq,
   POSITION_SQL,
   pageSql,
+  partitionRow,
   perMinuteSql,
-  positionOf,
+  positionOfRows,
   positionUpsert,
   ROW_COLUMNS,
   rowValues,
@@ -87,32 +88,35 @@ export function openSqliteIndex(path: string): IndexStore {
       }
       return out;
     },
-    async claim() {
-      return Number((db.query(CLAIM_SQL).get() as { epoch: number }).epoch);
+    async claim(partition) {
+      const row = db.query(claimSql("sqlite")).get(partitionRow(partition)) as { epoch: number };
+      return Number(row.epoch);
     },
     async apply(write) {
       const rows = upsert();
       const counts = countUpsert();
       const position = setPosition();
-      const owner = db.query("SELECT epoch FROM sy_index_owner WHERE id = 1");
+      const owner = db.query("SELECT epoch FROM sy_index_owner WHERE id = ?");
+      const id = partitionRow(write.partition);
       db.transaction(() => {
-        const current = Number((owner.get() as { epoch: number } | null)?.epoch ?? 0);
+        const current = Number((owner.get(id) as { epoch: number } | null)?.epoch ?? 0);
         if (current !== write.owner) throw new IndexFencedError(write.owner, current);
         for (const row of write.rows) rows.run(...(rowValues(row.view, row.tenant) as Value[]));
         for (const c of write.counts) {
           counts.run(c.kind, c.minute, c.clientId, c.route, c.status, c.delta);
         }
         const p = write.position;
-        position.run(p.appliedSeq, p.pending, p.updatedMs, p.stream, highestSeq(write.rows));
+        position.run(p.appliedSeq, p.pending, p.updatedMs, p.stream, highestSeq(write.rows), id);
       })();
     },
-    async position(): Promise<StoredPosition> {
-      return positionOf(db.query(POSITION_SQL).get() as Record<string, unknown> | null);
+    async position(partition): Promise<StoredPosition> {
+      return positionOfRows(db.query(POSITION_SQL).all() as Record<string, unknown>[], partition);
     },
-    async heartbeat(pending, nowMs) {
-      db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = 1").run(
+    async heartbeat(pending, nowMs, partition) {
+      db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = ?").run(
         pending,
         nowMs,
+        partitionRow(partition),
       );
     },
     async page(query): Promise<Page> {

@@ -110,6 +110,8 @@ export interface IndexRow {
 
 /** One transaction of the indexer: rows, count changes and the new position. */
 export interface IndexWrite {
+  /** The partition whose indexer writes (default 0): its own position and owner epoch. */
+  readonly partition?: number;
   /** The writer's epoch from claim(): a write of an older epoch is refused (IndexFencedError). */
   readonly owner: number;
   readonly rows: readonly IndexRow[];
@@ -128,12 +130,16 @@ export interface IndexStore {
    * Makes the caller the index's only writer: a new epoch, after which writes of every older one
    * are refused. An indexer claims at start; a second one (or a stalled first one) is fenced.
    */
-  claim(): Promise<number>;
+  claim(partition?: number): Promise<number>;
   /** Writes rows, counts and position in one transaction; throws IndexFencedError if claimed since. */
   apply(write: IndexWrite): Promise<void>;
-  position(): Promise<StoredPosition>;
+  /**
+   * One partition's position; without one, the whole index's: pending summed over the partitions,
+   * updated at the oldest partition's write, the rest partition 0's (a single-partition hub's).
+   */
+  position(partition?: number): Promise<StoredPosition>;
   /** Only moves updated_ms and pending (the indexer's heartbeat while idle). */
-  heartbeat(pending: number, nowMs: number): Promise<void>;
+  heartbeat(pending: number, nowMs: number, partition?: number): Promise<void>;
   page(query: PageQuery): Promise<Page>;
   /** How many jobs match (for a bulk action's dry run), counting at most `cap` + 1. */
   count(filter: JobFilter, cap: number): Promise<number>;

@@ -14,6 +14,13 @@ import { RunSummary } from "../domain/index.ts";
 export const TASK_STREAM = "SWITCHYARD_TASKS";
 export const TASK_SUBJECT_ROOT = "sy.task";
 
+/**
+ * Header of a task from a hub of several partitions: the partition count, from which the worker
+ * finds the stream and subjects of the job's status events (EventLayout). Absent: one partition.
+ * It travels with the task because workers may not read sy_meta (it holds the hub's secrets).
+ */
+export const PARTITIONS_HEADER = "Switchyard-Partitions";
+
 /** The subject a route's tasks are published to. Route keys are subject-safe (config schema). */
 export function taskSubject(route: string): string {
   return `${TASK_SUBJECT_ROOT}.${route}`;

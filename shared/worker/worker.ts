@@ -10,12 +10,20 @@ import { isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
-import { type CurrentStatus, statusAfterWrite, writeStatus } from "../jobs/index.ts";
+import {
+  type CurrentStatus,
+  createEventLayout,
+  type EventLayout,
+  SINGLE_PARTITION_LAYOUT,
+  statusAfterWrite,
+  writeStatus,
+} from "../jobs/index.ts";
 import { headerOf } from "../nats/index.ts";
 import { CANCEL_SUBJECT_ROOT, decodeCancelNotice } from "../schedule/index.ts";
 import { traceIdOf } from "../trace/index.ts";
 import {
   decodeTask,
+  PARTITIONS_HEADER,
   TASK_STREAM,
   type Task,
   type ToolSetReader,
@@ -118,11 +126,25 @@ function failure(err: unknown): { type: "job.error" | "job.rejected"; data: JobE
 export function createWorker(options: WorkerOptions): Worker {
   const js: JetStreamClient = jetstream(options.nc);
   let jsm: JetStreamManager | undefined;
+  /** Layouts by partition count, from the tasks' headers (one, in practice). */
+  const layouts = new Map<number, EventLayout>();
+  const layoutOf = (msg: JsMsg): EventLayout => {
+    const given = headerOf(msg, PARTITIONS_HEADER);
+    if (given === undefined) return SINGLE_PARTITION_LAYOUT;
+    const partitions = Number(given);
+    let layout = layouts.get(partitions);
+    if (layout === undefined) {
+      layout = createEventLayout(partitions);
+      layouts.set(partitions, layout);
+    }
+    return layout;
+  };
   const concurrency = Math.max(1, options.concurrency ?? 1);
   const logger = options.logger ?? silent;
-  const deps = () => ({
+  const deps = (layout: EventLayout = SINGLE_PARTITION_LAYOUT) => ({
     js,
     jsm: jsm as JetStreamManager,
+    layout,
     clock: options.clock ?? systemClock,
     ids: options.ids ?? randomIds,
   });
@@ -182,7 +204,8 @@ export function createWorker(options: WorkerOptions): Worker {
     const traceparent = headerOf(msg, TRACEPARENT_HEADER);
     const trace = traceparent ? { traceparent } : {};
     const known = knownAtStart(task, msg.info.deliveryCount);
-    const started = await writeStatus(deps(), {
+    const layout = layoutOf(msg);
+    const started = await writeStatus(deps(layout), {
       ref,
       intent: { type: "job.running", data: {} },
       ...(known ? { known } : {}),
@@ -226,7 +249,7 @@ export function createWorker(options: WorkerOptions): Worker {
     const intent = (
       task.run === undefined ? outcome : { ...outcome, data: { ...outcome.data, run: task.run } }
     ) as StatusIntent;
-    const finished = await writeStatus(deps(), {
+    const finished = await writeStatus(deps(layout), {
       ref,
       intent,
       known: statusAfterWrite(started),

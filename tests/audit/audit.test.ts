@@ -59,6 +59,8 @@ describe("audit trail (real nats-server)", () => {
     const checkpointer = createCheckpointer({
       js: hub.running.hub.js,
       jsm: hub.running.hub.jsm,
+      layout: hub.running.hub.layout,
+      partition: 0,
       signingKey: await importPKCS8(privatePem, "EdDSA"),
       keyId: "test",
       clock: { now: () => new Date() },

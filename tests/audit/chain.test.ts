@@ -2,12 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { generateKeyPair } from "jose";
 import {
   type AuditRecord,
-  CHECKPOINT_SUBJECT,
   ChainSegment,
   GENESIS_HASH,
   signCheckpoint,
   verifyChain,
 } from "../../shared/audit/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 
 const { privateKey, publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519" });
 const other = await generateKeyPair("EdDSA", { crv: "Ed25519" });
@@ -43,7 +43,11 @@ async function history(n: number, every: number, key = privateKey): Promise<Audi
         },
         key,
       );
-      records.push({ seq: seq++, subject: CHECKPOINT_SUBJECT, value: checkpoint });
+      records.push({
+        seq: seq++,
+        subject: SINGLE_PARTITION_LAYOUT.checkpointSubject(0),
+        value: checkpoint,
+      });
       prev = segment.hash;
       from = seq;
       segment = new ChainSegment(prev);

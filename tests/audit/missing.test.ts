@@ -9,12 +9,12 @@ import { describe, expect, test } from "bun:test";
 import { generateKeyPair } from "jose";
 import {
   type AuditRecord,
-  CHECKPOINT_SUBJECT,
   ChainSegment,
   GENESIS_HASH,
   signCheckpoint,
   verifyChain,
 } from "../../shared/audit/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 
 const { privateKey, publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519" });
 
@@ -52,7 +52,7 @@ async function stream(n: number, every: number, tail: number): Promise<AuditReco
     };
     records.push({
       seq: seq++,
-      subject: CHECKPOINT_SUBJECT,
+      subject: SINGLE_PARTITION_LAYOUT.checkpointSubject(0),
       value: await signCheckpoint(body, privateKey),
     });
     prev = segment.hash;

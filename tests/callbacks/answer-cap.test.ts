@@ -9,6 +9,7 @@ import { systemClock } from "../../shared/clock/index.ts";
 import { ConfigError, createRouteTable, parseConfig } from "../../shared/config/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { type CallbackHub, callbackYaml, rid, startCallbackHub, TOKENS } from "./helpers.ts";
@@ -73,6 +74,7 @@ beforeAll(async () => {
   const config = parseConfig(yaml, {}, "answer cap test config");
   const { logger } = captureLogger();
   callback = createCallbackService({
+    layout: SINGLE_PARTITION_LAYOUT,
     js: hub.running.hub.js,
     jsm: hub.running.hub.jsm,
     nc: hub.running.hub.nc,

@@ -5,6 +5,7 @@ import { requestRedelivery } from "../../shared/callbacks/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import type { Resolver } from "../../shared/net/index.ts";
 import { waitFor } from "../helpers/wait.ts";
 import {
@@ -218,7 +219,9 @@ describe("delivery", () => {
       clock: systemClock,
       ids: randomIds,
     };
-    const result = await requestRedelivery(deps, jobId, { requestedBy: "test" });
+    const result = await requestRedelivery({ ...deps, layout: SINGLE_PARTITION_LAYOUT }, jobId, {
+      requestedBy: "test",
+    });
     expect(result).toMatchObject({ kind: "requested", clientId: "acme" });
     const got = await waitFor("the second delivery", () => {
       const list = receiver.on("/again").filter((r) => r.body.includes(jobId));
@@ -253,14 +256,21 @@ describe("delivery", () => {
       clock: systemClock,
       ids: randomIds,
     };
-    expect(await requestRedelivery(deps, "job_AAAAAAAAAAAAAAAAAAAAAA")).toMatchObject({
+    expect(
+      await requestRedelivery(
+        { ...deps, layout: SINGLE_PARTITION_LAYOUT },
+        "job_AAAAAAAAAAAAAAAAAAAAAA",
+      ),
+    ).toMatchObject({
       kind: "refused",
       reason: "unknown_job",
     });
     const res = await hub.run(TOKENS.acme, { request_id: rid(), route: "demo.echo", input: "x" });
     const { job_id } = (await res.json()) as { job_id: string };
     await hub.finish("acme", job_id);
-    expect(await requestRedelivery(deps, job_id)).toMatchObject({ reason: "no_callback" });
+    expect(
+      await requestRedelivery({ ...deps, layout: SINGLE_PARTITION_LAYOUT }, job_id),
+    ).toMatchObject({ reason: "no_callback" });
   });
 });
 

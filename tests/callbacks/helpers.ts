@@ -10,7 +10,7 @@ import { systemClock } from "../../shared/clock/index.ts";
 import { type Config, createRouteTable, parseConfig } from "../../shared/config/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
-import { appendEvent, jobSubject } from "../../shared/jobs/index.ts";
+import { appendEvent, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import type { Resolver } from "../../shared/net/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { testIndexYaml } from "../helpers/hub.ts";
@@ -109,6 +109,7 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
   let callback: CallbackService | undefined;
   if (options.inProcessCallback ?? true) {
     callback = createCallbackService({
+      layout: SINGLE_PARTITION_LAYOUT,
       js: running.hub.js,
       jsm: running.hub.jsm,
       nc: running.hub.nc,
@@ -160,7 +161,11 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
         "error" in outcome
           ? { ...base, type: "job.error", data: { code: "failed", message: outcome.error } }
           : { ...base, type: "job.done", data: { output: outcome.output } };
-      const result = await appendEvent(running.hub.js, event, { expectedLastSubjectSeq: 0 });
+      const result = await appendEvent(
+        { js: running.hub.js, layout: SINGLE_PARTITION_LAYOUT },
+        event,
+        { expectedLastSubjectSeq: 0 },
+      );
       if (result.kind === "conflict") throw new Error(`job ${jobId} already has a status event`);
     },
     async cbEvents(clientId, jobId) {
@@ -169,7 +174,10 @@ export async function startCallbackHub(options: CallbackHubOptions = {}): Promis
       for (;;) {
         const msg = await running.hub.jsm.direct.getMessage(TOPOLOGY.eventsStream, {
           seq,
-          next_by_subj: jobSubject({ client_id: clientId, job_id: jobId }, "cb"),
+          next_by_subj: SINGLE_PARTITION_LAYOUT.subject(
+            { client_id: clientId, job_id: jobId },
+            "cb",
+          ),
         });
         if (msg === null) return events;
         events.push(decodeEvent(msg.data));

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import { jobSubject } from "../../shared/jobs/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { Load, startCallbackReceiver, verifyEchoOutcomes } from "./checks.ts";
@@ -71,7 +71,10 @@ test("nats-server killed and restarted under callback load: no callback is sent 
     resent += Math.max(0, times.length - 1);
     if (times.length > 1 + KILLS) overBound.push(`${jobId}: ${times.length} copies`);
     const record = await jsm.streams.getMessage(TOPOLOGY.eventsStream, {
-      last_by_subj: jobSubject({ client_id: FAULT_CLIENT.id, job_id: jobId }, "cb"),
+      last_by_subj: SINGLE_PARTITION_LAYOUT.subject(
+        { client_id: FAULT_CLIENT.id, job_id: jobId },
+        "cb",
+      ),
     });
     const recordedAt = record?.time.getTime() ?? 0;
     const late = times.filter((at) => at > recordedAt);

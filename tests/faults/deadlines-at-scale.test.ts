@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { EVENT_TYPE_HEADER, TOPOLOGY } from "../../shared/bus/index.ts";
-import { readLastEvent, subjectFilters } from "../../shared/jobs/index.ts";
+import { readLastEvent, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { DEADLINE_STREAM } from "../../shared/schedule/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -73,9 +73,9 @@ async function consumersAfter(jsm: Awaited<ReturnType<typeof jetstreamManager>>,
       opt_start_seq: seq + 1,
       filter_subject: filter,
     } as never);
-  await durable(TOPOLOGY.consumers.executor, subjectFilters.kind("run"));
-  await durable(TOPOLOGY.consumers.callback, subjectFilters.kind("job"));
-  await durable(TOPOLOGY.consumers.projector, subjectFilters.all, true);
+  await durable(TOPOLOGY.consumers.executor, SINGLE_PARTITION_LAYOUT.filters.kind(0, "run"));
+  await durable(TOPOLOGY.consumers.callback, SINGLE_PARTITION_LAYOUT.filters.kind(0, "job"));
+  await durable(TOPOLOGY.consumers.projector, SINGLE_PARTITION_LAYOUT.filters.all(0), true);
 }
 
 test("deadlines fire on time, at O(1) cost, on a 1,000,000-event stream under 2,000 jobs/s offered", async () => {
@@ -171,8 +171,16 @@ test("deadlines fire on time, at O(1) cost, on a 1,000,000-event stream under 2,
       let open = 0;
       for (const probe of probes) {
         const [run, last] = await Promise.all([
-          readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: probe.jobId }, "run"),
-          readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: probe.jobId }, "job"),
+          readLastEvent(
+            { jsm: jsm, layout: SINGLE_PARTITION_LAYOUT },
+            { client_id: FAULT_CLIENT.id, job_id: probe.jobId },
+            "run",
+          ),
+          readLastEvent(
+            { jsm: jsm, layout: SINGLE_PARTITION_LAYOUT },
+            { client_id: FAULT_CLIENT.id, job_id: probe.jobId },
+            "job",
+          ),
         ]);
         if (last?.event.type !== "job.error") {
           open++;

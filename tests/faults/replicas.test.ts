@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { readLastEvent } from "../../shared/jobs/index.ts";
+import { readLastEvent, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { startNatsCluster } from "../helpers/nats-cluster.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -180,7 +180,13 @@ async function deadlineOwnerDies(
   const endedBeforeKill = await Promise.all(
     load
       .jobIds()
-      .map((id) => readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: id }, "job")),
+      .map((id) =>
+        readLastEvent(
+          { jsm: jsm, layout: SINGLE_PARTITION_LAYOUT },
+          { client_id: FAULT_CLIENT.id, job_id: id },
+          "job",
+        ),
+      ),
   );
   expect(endedBeforeKill.filter((e) => e?.event.type !== "job.dispatched")).toEqual([]);
   const ends = await waitFor(
@@ -188,8 +194,16 @@ async function deadlineOwnerDies(
     async () => {
       const list = await Promise.all(
         load.jobIds().map(async (id) => ({
-          run: await readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: id }, "run"),
-          last: await readLastEvent(jsm, { client_id: FAULT_CLIENT.id, job_id: id }, "job"),
+          run: await readLastEvent(
+            { jsm: jsm, layout: SINGLE_PARTITION_LAYOUT },
+            { client_id: FAULT_CLIENT.id, job_id: id },
+            "run",
+          ),
+          last: await readLastEvent(
+            { jsm: jsm, layout: SINGLE_PARTITION_LAYOUT },
+            { client_id: FAULT_CLIENT.id, job_id: id },
+            "job",
+          ),
         })),
       );
       return list.every((e) => e.last?.event.type === "job.error") ? list : undefined;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import { subjectFilters } from "../../shared/jobs/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { DEFAULT_CLIENTS, startHub, type TestHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -329,14 +329,17 @@ describe("POST /run and GET /jobs", () => {
     });
     const jsm = await jetstreamManager(hub.nats.nc);
     const byJob = await jsm.streams.info(TOPOLOGY.eventsStream, {
-      subjects_filter: subjectFilters.job({ client_id: "globex", job_id: job.job_id }),
+      subjects_filter: SINGLE_PARTITION_LAYOUT.filters.job({
+        client_id: "globex",
+        job_id: job.job_id,
+      }),
     });
     expect(Object.keys(byJob.state.subjects ?? {}).sort()).toEqual([
       `sy.evt.globex.${job.job_id}.job`,
       `sy.evt.globex.${job.job_id}.run`,
     ]);
     const byClient = await jsm.streams.info(TOPOLOGY.eventsStream, {
-      subjects_filter: subjectFilters.client("globex"),
+      subjects_filter: SINGLE_PARTITION_LAYOUT.filters.client(0, "globex"),
     });
     expect(
       Object.keys(byClient.state.subjects ?? {}).every((s) => s.startsWith("sy.evt.globex.")),

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { jetstream } from "@nats-io/jetstream";
 import { rebuildProjection } from "../../services/projector/rebuild.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import { appendEvent, jobViewKey } from "../../shared/jobs/index.ts";
+import { appendEvent, jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { DEFAULT_CLIENTS, startHub } from "../helpers/hub.ts";
 import { startNats } from "../helpers/nats.ts";
@@ -82,15 +82,18 @@ describe("projector", () => {
     const { job_id } = (await res.json()) as { job_id: string };
     await waitFor("done", async () => (await jobStatus(hub, job_id)) === "done");
     // A misbehaving writer appends without the expected-sequence check.
-    const ack = await appendEvent(jetstream(hub.nats.nc), {
-      id: "evt_late",
-      type: "job.error",
-      schema_version: 1,
-      job_id,
-      client_id: "acme",
-      occurred_at: new Date().toISOString(),
-      data: { code: "late", message: "too late" },
-    });
+    const ack = await appendEvent(
+      { js: jetstream(hub.nats.nc), layout: SINGLE_PARTITION_LAYOUT },
+      {
+        id: "evt_late",
+        type: "job.error",
+        schema_version: 1,
+        job_id,
+        client_id: "acme",
+        occurred_at: new Date().toISOString(),
+        data: { code: "late", message: "too late" },
+      },
+    );
     expect(ack.kind).toBe("appended");
     await waitFor("the ignored event to be logged", () =>
       hub.logs().includes('"reason":"job_final"'),
@@ -135,6 +138,7 @@ describe("projector", () => {
         JSON.stringify({ bogus: true }),
       );
       const result = await rebuildProjection({
+        layout: SINGLE_PARTITION_LAYOUT,
         nc: conn.nc,
         js: conn.js,
         jsm: conn.jsm,

@@ -14,7 +14,7 @@ import {
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { EVENT_TYPE_HEADER, TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
-import { appendEvent } from "../../shared/jobs/index.ts";
+import { appendEvent, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { headerOf, headersOf, readsRawHeaders } from "../../shared/nats/headers.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 
@@ -60,11 +60,15 @@ afterAll(() => nats.stop());
 
 describe("event headers", () => {
   test("given an appended event, the stored headers read the same through nats.js and headerOf", async () => {
-    const appended = await appendEvent(js, requested("job_h1"), {
-      traceparent: TRACEPARENT,
-      expectedLastSubjectSeq: 0,
-      msgId: "job_h1",
-    });
+    const appended = await appendEvent(
+      { js: js, layout: SINGLE_PARTITION_LAYOUT },
+      requested("job_h1"),
+      {
+        traceparent: TRACEPARENT,
+        expectedLastSubjectSeq: 0,
+        msgId: "job_h1",
+      },
+    );
     expect(appended.kind).toBe("appended");
     const msg = await lastOn("sy.evt.acme.job_h1.>");
     expect(readsRawHeaders(msg)).toBe(true);
@@ -81,10 +85,19 @@ describe("event headers", () => {
 
   test("the JetStream guards set through headersOf still hold: msg id and expected sequence", async () => {
     const event = requested("job_h2");
-    expect((await appendEvent(js, event, { msgId: "job_h2" })).kind).toBe("appended");
-    expect((await appendEvent(js, event, { msgId: "job_h2" })).kind).toBe("duplicate");
+    expect(
+      (await appendEvent({ js: js, layout: SINGLE_PARTITION_LAYOUT }, event, { msgId: "job_h2" }))
+        .kind,
+    ).toBe("appended");
+    expect(
+      (await appendEvent({ js: js, layout: SINGLE_PARTITION_LAYOUT }, event, { msgId: "job_h2" }))
+        .kind,
+    ).toBe("duplicate");
     const other = { ...event, id: "evt_other" };
-    const guarded = await appendEvent(js, other, { msgId: "job_h2b", expectedLastSubjectSeq: 0 });
+    const guarded = await appendEvent({ js: js, layout: SINGLE_PARTITION_LAYOUT }, other, {
+      msgId: "job_h2b",
+      expectedLastSubjectSeq: 0,
+    });
     expect(guarded.kind).toBe("conflict");
   });
 

@@ -10,7 +10,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { EVENT_SUBJECT_ROOT, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
-import { subjectFilters } from "../../shared/jobs/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import {
   createProjectionRunner,
@@ -117,11 +117,13 @@ async function runner(options: {
   return createProjectionRunner({
     js,
     jsm,
+    layout: SINGLE_PARTITION_LAYOUT,
     logger,
     slot: {
       partition: 0,
+      stream: SINGLE_PARTITION_LAYOUT.stream(0),
       durable: "throwaway-counter",
-      filterSubject: subjectFilters.all,
+      filterSubject: SINGLE_PARTITION_LAYOUT.filters.all(0),
       lease: createLease({
         kv: await openLeaseBucket(nc, { replicas: 1 }),
         key: "throwaway-counter",

@@ -7,7 +7,7 @@
  */
 import { expect, test } from "bun:test";
 import { createProjector } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/jobs/index.ts";
+import { jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
@@ -39,6 +39,7 @@ test("a lease renewal that runs late pauses the projector; it folds on once the 
   const { hub: conn } = hub.running;
   const { lease, set } = switchableLease();
   const projector = createProjector({
+    layout: SINGLE_PARTITION_LAYOUT,
     js: conn.js,
     jsm: conn.jsm,
     kv: conn.jobs,

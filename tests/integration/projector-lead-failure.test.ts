@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { createProjector, PROJECTOR_LEASE_KEY } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/jobs/index.ts";
+import { jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import {
   createLease,
   openLeaseBucket,
@@ -53,6 +53,7 @@ test("a projector whose start fails under the lease releases it; the standby fol
   const replica = (name: string, jsm: JetStreamManager) => {
     const log = captureLogger();
     const projector = createProjector({
+      layout: SINGLE_PARTITION_LAYOUT,
       js: conn.js,
       jsm,
       kv: conn.jobs,

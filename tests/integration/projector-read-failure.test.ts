@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import type { KV } from "@nats-io/kv";
 import { createProjector } from "../../services/projector/index.ts";
-import { jobViewKey } from "../../shared/jobs/index.ts";
+import { jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
@@ -76,7 +76,13 @@ test("view reads that fail for a while: the projector lives, retries, and every 
     });
     const { hub: conn } = hub.running;
     const projector = (kv: KV) =>
-      createProjector({ js: conn.js, jsm: conn.jsm, kv, logger: captureLogger().logger });
+      createProjector({
+        layout: SINGLE_PARTITION_LAYOUT,
+        js: conn.js,
+        jsm: conn.jsm,
+        kv,
+        logger: captureLogger().logger,
+      });
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) {
       const res = await hub.run(

@@ -10,7 +10,7 @@ import {
 } from "../../services/projector/rebuild.ts";
 import { PROJECTOR_LEASE_KEY } from "../../services/projector/rebuild-lease.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import { jobViewKey } from "../../shared/jobs/index.ts";
+import { jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { DEFAULT_CLIENTS, startHub, type TestHub } from "../helpers/hub.ts";
@@ -39,7 +39,14 @@ async function replica(nats: TestNats, name: string) {
     logger,
   });
   const kv = await new Kvm(nc).open(TOPOLOGY.jobsBucket);
-  const projector = createProjector({ js, jsm, kv, logger, lease });
+  const projector = createProjector({
+    layout: SINGLE_PARTITION_LAYOUT,
+    js,
+    jsm,
+    kv,
+    logger,
+    lease,
+  });
   await projector.start();
   return {
     lease,
@@ -79,6 +86,7 @@ async function viewsDone(hub: TestHub, ids: readonly string[]): Promise<void> {
 const rebuild = (hub: TestHub, onStep?: (step: RebuildStep) => Promise<void>) => {
   const { nc, js, jsm } = hub.running.hub;
   return rebuildProjection({
+    layout: SINGLE_PARTITION_LAYOUT,
     nc,
     js,
     jsm,

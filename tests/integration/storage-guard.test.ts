@@ -3,6 +3,7 @@ import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jet
 import { createStorageGuard } from "../../services/ingress/storage-guard.ts";
 import { ensureTopology, TOPOLOGY } from "../../shared/bus/index.ts";
 import { manualClock } from "../../shared/clock/index.ts";
+import { createEventLayout, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 
 // The ingress's storage guard against a real events stream (services/ingress/storage-guard.ts):
@@ -31,6 +32,8 @@ async function setUp(nats: TestNats) {
     eventsMaxAgeMs: 3_600_000,
     duplicateWindowMs: 120_000,
     eventsMaxBytes: LIMIT,
+    partitions: 1,
+    layoutOf: createEventLayout,
   });
   const js = jetstream(nats.nc);
   /** Stores `count` events of 900 bytes of data (about 1,000 stored); returns the last seq. */
@@ -44,7 +47,12 @@ async function setUp(nats: TestNats) {
   };
   const counted = countingInfo(await jetstreamManager(nats.nc));
   const clock = manualClock("2026-11-26T12:00:00Z");
-  const guard = createStorageGuard({ jsm: counted.jsm, maxBytes: LIMIT, clock });
+  const guard = createStorageGuard({
+    layout: SINGLE_PARTITION_LAYOUT,
+    jsm: counted.jsm,
+    maxBytes: LIMIT,
+    clock,
+  });
   return { jsm, fill, guard, clock, reads: counted.reads };
 }
 
@@ -103,10 +111,50 @@ describe("the storage guard", () => {
     expect(reads()).toBe(afterFirstRefusal + 1);
   });
 
+  test("several partitions: the fullest stream decides, and sequences of other streams do not inflate the estimate", async () => {
+    await using nats = await startNats();
+    const jsm = await jetstreamManager(nats.nc);
+    const layout = createEventLayout(2);
+    await ensureTopology(nats.nc, jsm, {
+      replicas: 1,
+      eventsMaxAgeMs: 3_600_000,
+      duplicateWindowMs: 120_000,
+      eventsMaxBytes: LIMIT,
+      partitions: 2,
+      layoutOf: createEventLayout,
+    });
+    const js = jetstream(nats.nc);
+    // Partition 1's stream holds far more messages (higher sequences) than partition 0's.
+    let seq1 = 0;
+    for (let i = 0; i < 40; i++) {
+      seq1 = (await js.publish(`sy.evt.p1.fill.j${i}.job`, new Uint8Array(900))).seq;
+    }
+    await js.publish("sy.evt.p0.fill.j0.job", new Uint8Array(100));
+    const clock = manualClock("2026-11-26T12:00:00Z");
+    const guard = createStorageGuard({ jsm, maxBytes: LIMIT, clock, layout });
+    expect(await guard.admits(RUN)).toBe(true);
+    // A run stored at partition 1's sequence: with one stream's sequences the estimate would
+    // count every message between as grown.
+    guard.done(RUN, seq1 + 10_000);
+    expect(await guard.admits(RUN)).toBe(true);
+    guard.done(RUN);
+    // The fullest stream (partition 1, about 40 kB) is what is checked: 50 more runs fill it.
+    for (let i = 0; i < 60; i++) {
+      await js.publish(`sy.evt.p1.fill.k${i}.job`, new Uint8Array(900));
+    }
+    clock.advance(1_000);
+    expect(await guard.admits(RUN)).toBe(false);
+  });
+
   test("no limit: nothing is read", async () => {
     await using nats = await startNats();
     const counted = countingInfo(await jetstreamManager(nats.nc));
-    const guard = createStorageGuard({ jsm: counted.jsm, maxBytes: -1, clock: manualClock(0) });
+    const guard = createStorageGuard({
+      layout: SINGLE_PARTITION_LAYOUT,
+      jsm: counted.jsm,
+      maxBytes: -1,
+      clock: manualClock(0),
+    });
     expect(await guard.admits(RUN)).toBe(true);
     expect(counted.reads()).toBe(0);
   });

@@ -9,7 +9,7 @@ import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { systemClock } from "../../shared/clock/index.ts";
 import { parseConfig } from "../../shared/config/index.ts";
 import { randomIds } from "../../shared/ids/index.ts";
-import { readLastEvent } from "../../shared/jobs/index.ts";
+import { readLastEvent, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -143,7 +143,7 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
   }
   const gone = await waitFor("the redelivery to be recorded", async () => {
     const last = await readLastEvent(
-      hub?.hub.jsm as never,
+      { jsm: hub?.hub.jsm as never, layout: SINGLE_PARTITION_LAYOUT },
       { client_id: "acme", job_id: jobs["cb-gone-0"] ?? "" },
       "cb",
     );
@@ -156,7 +156,7 @@ test("a 0.1 store is refused until `switchyard migrate`, then every job, callbac
   for (const name of ["cb-down-0", "cb-down-1", "cb-down-2"]) {
     const delivered = await waitFor(`${name}'s retried callback`, async () => {
       const last = await readLastEvent(
-        hub?.hub.jsm as never,
+        { jsm: hub?.hub.jsm as never, layout: SINGLE_PARTITION_LAYOUT },
         { client_id: "acme", job_id: jobs[name] ?? "" },
         "cb",
       );

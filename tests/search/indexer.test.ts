@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { createIndexer } from "../../services/indexer/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { IndexFencedError } from "../../shared/search/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { INDEX_ENGINES } from "../helpers/index-engines.ts";
@@ -51,6 +52,7 @@ for (const [engine, open] of INDEX_ENGINES) {
           },
         };
         const indexerA = createIndexer({
+          layout: SINGLE_PARTITION_LAYOUT,
           js: jetstream(first),
           jsm: await jetstreamManager(first),
           store: slow,
@@ -67,6 +69,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         expect(await store.count({}, 1000)).toBeLessThan(300);
         const second = await connect({ servers: nats.url });
         const indexerB = createIndexer({
+          layout: SINGLE_PARTITION_LAYOUT,
           js: jetstream(second),
           jsm: await jetstreamManager(second),
           store,
@@ -136,6 +139,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         const { logger } = captureLogger();
         const first = await connect({ servers: nats.url });
         const indexerA = createIndexer({
+          layout: SINGLE_PARTITION_LAYOUT,
           js: jetstream(first),
           jsm: await jetstreamManager(first),
           store: counting,
@@ -154,6 +158,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         await first.close(); // dies holding the open job
         const second = await connect({ servers: nats.url });
         const indexerB = createIndexer({
+          layout: SINGLE_PARTITION_LAYOUT,
           js: jetstream(second),
           jsm: await jetstreamManager(second),
           store: counting,
@@ -202,6 +207,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         await hub.run({ request_id: "other-1", route: "demo.echo", input: "x" }, TOKEN);
         const nc = await connect({ servers: nats.url });
         const indexer = createIndexer({
+          layout: SINGLE_PARTITION_LAYOUT,
           js: jetstream(nc),
           jsm: await jetstreamManager(nc),
           store,

@@ -236,7 +236,7 @@ describe("every service under its own NATS user (mTLS, least privilege)", () => 
   test("switchyard events works with the auditor's credential alone", async () => {
     const auditor = await connectAs("auditor");
     let out = "";
-    const code = await runEventsCommand(["--job", jobId], auditor.js, {
+    const code = await runEventsCommand(["--job", jobId], auditor, {
       stdout: (t) => {
         out += t;
       },

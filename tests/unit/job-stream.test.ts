@@ -8,12 +8,10 @@ import { manualClock } from "../../shared/clock/index.ts";
 import { evolve, type JobView } from "../../shared/domain/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import {
-  jobRefOfSubject,
-  jobSubject,
   jobViewCodec,
   jobViewKey,
   newEvent,
-  subjectFilters,
+  SINGLE_PARTITION_LAYOUT,
 } from "../../shared/jobs/index.ts";
 
 const ref = { client_id: "acme", job_id: "job_AAAAAAAAAAAAAAAAAAAAAA" };
@@ -43,17 +41,19 @@ describe("newEvent", () => {
 
 describe("subjects and keys of a JobRef", () => {
   test("an event subject names its job, and a job's subjects parse back to it", () => {
-    const subject = jobSubject(ref, "run");
+    const subject = SINGLE_PARTITION_LAYOUT.subject(ref, "run");
     expect(subject).toBe(`sy.evt.acme.${ref.job_id}.run`);
-    expect(jobRefOfSubject(subject)).toEqual(ref);
+    expect(SINGLE_PARTITION_LAYOUT.refOfSubject(subject)).toEqual(ref);
     expect(jobViewKey(ref)).toBe(`acme.${ref.job_id}`);
-    expect(subjectFilters.job(ref)).toBe(`sy.evt.acme.${ref.job_id}.*`);
-    expect(subjectFilters.anyClientRun(ref.job_id)).toBe(`sy.evt.*.${ref.job_id}.run`);
+    expect(SINGLE_PARTITION_LAYOUT.filters.job(ref)).toBe(`sy.evt.acme.${ref.job_id}.*`);
+    expect(SINGLE_PARTITION_LAYOUT.filters.anyClientRun(ref.job_id)).toBe(
+      `sy.evt.*.${ref.job_id}.run`,
+    );
   });
 
   test("a subject that is not a job event's names no job", () => {
-    expect(jobRefOfSubject("sy.audit.checkpoint")).toBeUndefined();
-    expect(jobRefOfSubject("sy.evt.acme")).toBeUndefined();
+    expect(SINGLE_PARTITION_LAYOUT.refOfSubject("sy.audit.checkpoint")).toBeUndefined();
+    expect(SINGLE_PARTITION_LAYOUT.refOfSubject("sy.evt.acme")).toBeUndefined();
   });
 });
 

@@ -4,7 +4,7 @@ import type { Clock } from "../../../shared/clock/index.ts";
 import type { RouteConfig } from "../../../shared/config/index.ts";
 import type { RunRequested } from "../../../shared/domain/index.ts";
 import type { IdGenerator } from "../../../shared/ids/index.ts";
-import type { CurrentStatus } from "../../../shared/jobs/index.ts";
+import type { CurrentStatus, EventLayout } from "../../../shared/jobs/index.ts";
 import type { Logger } from "../../../shared/log/index.ts";
 import type { HubMetrics } from "../../../shared/metrics/index.ts";
 import type { SpanKindName, Tracing } from "../../../shared/telemetry/index.ts";
@@ -46,6 +46,7 @@ export interface KindContext {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
+  readonly layout: EventLayout;
   /** Every configured route (a kind picks its own). */
   readonly routes: readonly RouteConfig[];
   readonly writer: JobWriter;

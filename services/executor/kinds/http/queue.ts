@@ -59,7 +59,7 @@ export function createRouteQueue(deps: {
       logger.error({ seq: msg.seq }, "not a task for this route; terminated");
       return msg.term("invalid task");
     }
-    const current = await readStatus(ctx.jsm, task);
+    const current = await readStatus(ctx, task);
     const standing = httpStanding(current, ctx.clock.now().getTime());
     if (standing.kind === "handed_over") return msg.ack();
     if (standing.kind === "wait") return msg.nak(standing.delayMs);

@@ -1,7 +1,13 @@
 import { parseDuration } from "../../../../shared/config/index.ts";
 import { statusAfterWrite } from "../../../../shared/jobs/index.ts";
+import { headersOf } from "../../../../shared/nats/index.ts";
 import { traceHeaders } from "../../../../shared/trace/index.ts";
-import { encodeTask, ensureRouteConsumer, taskSubject } from "../../../../shared/worker/index.ts";
+import {
+  encodeTask,
+  ensureRouteConsumer,
+  PARTITIONS_HEADER,
+  taskSubject,
+} from "../../../../shared/worker/index.ts";
 import { isRefusal } from "../../task.ts";
 import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "../kind.ts";
 
@@ -45,10 +51,7 @@ export const natsKind: ExecutorKind = {
       await ctx.js.publish(
         taskSubject(job.route.key),
         encodeTask({ ...task, expected_seq: current.seq }),
-        {
-          msgID: job.run.job_id,
-          ...(traceparent ? { headers: traceHeaders(traceparent) } : {}),
-        },
+        { msgID: job.run.job_id, ...taskHeaders(ctx.layout.partitions, traceparent) },
       );
       await ctx.deadlines.schedule({
         job: job.context,
@@ -69,3 +72,14 @@ export const natsKind: ExecutorKind = {
     };
   },
 };
+
+/** A task's headers: its trace context, and the partition count of a hub of several. */
+function taskHeaders(partitions: number, traceparent: string | undefined) {
+  if (partitions === 1) return traceparent ? { headers: traceHeaders(traceparent) } : {};
+  return {
+    headers: headersOf({
+      [PARTITIONS_HEADER]: String(partitions),
+      ...(traceparent ? { traceparent } : {}),
+    }),
+  };
+}
