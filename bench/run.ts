@@ -18,7 +18,9 @@
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
  * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services
- * under --cpu-prof; summarise the profile with `bun bench/profile.ts <file>`).
+ * under --cpu-prof; summarise the profile with `bun bench/profile.ts <file>`), BENCH_PARTITIONS (a
+ * partition count or a comma list such as 1,8,16: instead of the scenarios, the hub at each P with
+ * a fresh store, side by side: idle CPU and the e2e closed loop; bench/lib/partitions.ts).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -42,6 +44,12 @@ import {
 } from "./lib/common.ts";
 import { indexScenario, renderIndexReport } from "./lib/index-scenario.ts";
 import { createJetStreamMonitor, type JetStreamMonitor, monitorPort } from "./lib/jetstream.ts";
+import {
+  parsePartitionList,
+  partitionGoals,
+  partitionsScenario,
+  savePartitionsRun,
+} from "./lib/partitions.ts";
 import { type Peer, parsePeerSelection, startPeer } from "./lib/peers.ts";
 import { HUB_PROCS, HUB_SERVICES } from "./lib/phase.ts";
 import { createProcessTable } from "./lib/procs.ts";
@@ -85,8 +93,10 @@ const DURATION = Number(env.BENCH_DURATION ?? 20);
 const IDLE_SEC = Number(env.BENCH_IDLE_SEC ?? 60);
 const SETTLE_SEC = Number(env.BENCH_SETTLE_SEC ?? 30);
 let PEERS: ReturnType<typeof parsePeerSelection>;
+let PARTITIONS: number[] | undefined;
 try {
   PEERS = parsePeerSelection(env.BENCH_PEER);
+  PARTITIONS = parsePartitionList(env.BENCH_PARTITIONS);
 } catch (err) {
   process.stderr.write(`${(err as Error).message}\n`);
   process.exit(2);
@@ -151,12 +161,13 @@ function hubConfig(
   port: number,
   receiverBase: string,
   index: { readonly path: string; readonly enabled: boolean },
+  partitions = 1,
 ): string {
   return `
 index: { enabled: ${index.enabled}, sqlite_path: "${index.path}" }
 server: { host: ${LOOPBACK}, port: ${port} }
 monitoring: { host: ${LOOPBACK}, port: 0 }
-nats: { url: "${natsUrl}", duplicate_window: 2m }
+nats: { url: "${natsUrl}", duplicate_window: 2m, partitions: ${partitions} }
 log: { level: warn }
 callbacks: { allow_cidrs: ["127.0.0.0/8"], concurrency: 256, per_destination_concurrency: 256 }
 clients:
@@ -235,7 +246,7 @@ async function waitConsumers(monitor: JetStreamMonitor): Promise<void> {
   throw new Error(`consumers ${missing.join(", ")} did not appear`);
 }
 
-async function startHub(receiverBase: string) {
+async function startHub(receiverBase: string, partitions = 1) {
   // nats-server on a random port with a temp store and the monitoring port (-m -1: random).
   const storeDir = mkdtempSync(join(tmpdir(), "switchyard-bench-nats-"));
   registerTempDir(storeDir);
@@ -256,12 +267,12 @@ async function startHub(receiverBase: string) {
   const indexPath = join(configDir, "index.sqlite");
   writeFileSync(
     configPath,
-    hubConfig(nats.url, hubPort, receiverBase, { path: indexPath, enabled: true }),
+    hubConfig(nats.url, hubPort, receiverBase, { path: indexPath, enabled: true }, partitions),
   );
   const noIndexPath = join(configDir, "switchyard-no-index.yaml");
   writeFileSync(
     noIndexPath,
-    hubConfig(nats.url, hubPort, receiverBase, { path: indexPath, enabled: false }),
+    hubConfig(nats.url, hubPort, receiverBase, { path: indexPath, enabled: false }, partitions),
   );
   const base = `http://${LOOPBACK}:${hubPort}`;
   const pids: [string, number][] = [["nats-server", nats.pid]];
@@ -292,6 +303,11 @@ async function startHub(receiverBase: string) {
     natsUrl: nats.url,
     natsVersion: varz.version ?? "unknown",
     restartIndexer,
+    /** Stops the services, then nats-server (the partitions run starts a fresh hub per P). */
+    async stop() {
+      for (const child of children.values()) await child.stop("SIGTERM");
+      await nats.stop("SIGTERM");
+    },
   };
 }
 
@@ -324,6 +340,7 @@ async function main() {
   const receiver = await startHelper("receiver", "bench/receiver.ts", {
     WEBHOOK_SECRET: webhookSecret,
   });
+  if (PARTITIONS) return runPartitions(PARTITIONS, { procs, receiver, version: pkg.version });
   const hub = await startHub(receiver.base);
   for (const [name, pid] of hub.pids) procs.trackPid(name, pid);
   procs.trackPid("receiver", receiver.pid);
@@ -425,6 +442,49 @@ async function main() {
   );
   process.stdout.write(report);
   process.stdout.write(`\nraw figures: ${file}\n`);
+}
+
+/** BENCH_PARTITIONS: the hub at each partition count, a fresh store each (bench/lib/partitions.ts). */
+async function runPartitions(
+  counts: readonly number[],
+  deps: {
+    procs: ReturnType<typeof createProcessTable>;
+    receiver: { base: string; pid: number };
+    version: string;
+  },
+) {
+  deps.procs.trackPid("receiver", deps.receiver.pid);
+  results.settings.partitions = counts;
+  const figures = await partitionsScenario(
+    {
+      ctx: {
+        bun: BUN,
+        procs: deps.procs,
+        settings,
+        peerToken: tokenPeer,
+        ceilingBase: "",
+        receiverUrl: deps.receiver.base,
+        peers: [],
+        log,
+        notes: results.notes,
+      },
+      token: tokenHub,
+      settleSec: SETTLE_SEC,
+      idleSec: IDLE_SEC,
+      startHub: async (partitions) => {
+        const hub = await startHub(deps.receiver.base, partitions);
+        results.versions = {
+          bun: Bun.version,
+          nats: hub.natsVersion,
+          hub: `${deps.version} (${gitDescribe()})`,
+        };
+        return hub;
+      },
+    },
+    counts,
+  );
+  results.goals = partitionGoals(figures);
+  savePartitionsRun(results, figures);
 }
 
 try {

@@ -221,3 +221,46 @@ export function status(row: Pick<GoalRow, "met" | "floor" | "floorSplit">): stri
     return "missed; out of reach for the service split (the split floor misses too)";
   return "missed";
 }
+
+/** The partitions goals (issue 27): figures of the whole hub at each partition count P of one run. */
+export interface PartitionGoalInputs {
+  /** Hub CPU µs per completed job in the e2e closed loop (phase and its drain), by P. */
+  readonly cpuUsPerJob: Readonly<Record<number, number>>;
+  /** Busy cores of the whole hub (nats-server + services) over a quiet window, by P. */
+  readonly idleCores: Readonly<Record<number, number>>;
+}
+
+/** Most CPU per job P = 8 may cost against P = 1, and most idle cores at P = 16. */
+export const PARTITION_TARGETS = { cpuRatio: 1.1, idleCoresAt16: 0.02 } as const;
+
+export function evaluatePartitionGoals(i: PartitionGoalInputs): GoalRow[] {
+  const one = i.cpuUsPerJob[1];
+  const eight = i.cpuUsPerJob[8];
+  const cpu: Compared =
+    known(one) && known(eight) && one > 0
+      ? {
+          value: `${fmtNum(eight / one, 2)} (${fmtNum(eight)} vs ${fmtNum(one)} µs)`,
+          met: eight / one <= PARTITION_TARGETS.cpuRatio,
+        }
+      : { value: "–", met: null };
+  const idle16 = i.idleCores[16];
+  const idle1 = i.idleCores[1];
+  const idle: Compared = known(idle16)
+    ? {
+        value: `${fmtNum(idle16, 3)} cores${known(idle1) ? ` (P = 1: ${fmtNum(idle1, 3)})` : ""}`,
+        met: idle16 <= PARTITION_TARGETS.idleCoresAt16,
+      }
+    : { value: "–", met: null };
+  return [
+    {
+      goal: "hub CPU per job, P = 8 ÷ P = 1",
+      ...cpu,
+      target: `≤ ${fmtNum(PARTITION_TARGETS.cpuRatio, 2)}`,
+    },
+    {
+      goal: "idle CPU of the whole hub at P = 16",
+      ...idle,
+      target: `≤ ${fmtNum(PARTITION_TARGETS.idleCoresAt16, 3)} cores`,
+    },
+  ];
+}

@@ -221,7 +221,7 @@ export async function getScenario(ctx: BenchContext) {
   return { hub, peers, ratioToPeer: ratios(hub.okPerSec, peers, (p) => p.okPerSec) };
 }
 
-async function e2ePhase(
+export async function e2ePhase(
   ctx: BenchContext,
   who: "hub" | Peer,
   mode: "closed" | "rate",

@@ -1,6 +1,7 @@
 /**
- * The sizing model of docs/deploy.md ("Sizing past one machine"), computed from a benchmark run's
- * measured CPU and stored bytes per job. Pure: figures in, table out (tests/bench/sizing.test.ts).
+ * The sizing model of docs/deploy.md ("Sizing past one machine") for one partition (P = 1),
+ * computed from a benchmark run's measured CPU and stored bytes per job; the partitioned model is
+ * bench/lib/partition-sizing.ts. Pure: figures in, table out (tests/bench/sizing.test.ts).
  * The figures the documented table uses are kept in bench/sizing-inputs.json (bench/results is
  * not in the repository).
  *
@@ -9,9 +10,9 @@
  *   stored per NATS node = rate × stored bytes per job × retention (nats.events_max_age)
  *
  * Exceptions the formula must not hide:
- * - the projector and the indexer each fold on one active replica (a lease), so neither's cores
- *   can exceed one process's one core: past `foldLimit` jobs/s the model stops holding
- *   (partitioned folds need subject transforms, nats-server 2.10+);
+ * - the projector and the indexer each fold a partition on one active replica (a lease), so
+ *   neither's cores can exceed one process's one core: past `foldLimit` jobs/s one partition
+ *   stops holding (more partitions: `nats.partitions`, the partitioned model);
  * - every event goes through the SWITCHYARD_EVENTS stream's leader: that node's cores are the
  *   measured nats-server CPU per job (the leader does the writes, the deliveries and the acks),
  *   the two followers need about half of that (they only store the replicated writes);
@@ -112,7 +113,7 @@ export function sizeFor(rate: number, inputs: SizingInputs): SizingRow {
   const limit = foldLimit(inputs);
   const beyond =
     rate > limit.jobsPerSec
-      ? `one active ${limit.service} folds at most about ${limit.jobsPerSec.toLocaleString("en-US")} jobs/s`
+      ? `one active ${limit.service} folds at most about ${limit.jobsPerSec.toLocaleString("en-US")} jobs/s: more partitions (below)`
       : undefined;
   return {
     rate,

@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { evaluateGoals, type GoalInputs, status } from "../../bench/lib/goals.ts";
+import {
+  evaluateGoals,
+  evaluatePartitionGoals,
+  type GoalInputs,
+  status,
+} from "../../bench/lib/goals.ts";
 import { PEER_NAMES, parsePeerSelection } from "../../bench/lib/peers.ts";
 
 const base: GoalInputs = {
@@ -140,5 +145,40 @@ describe("BENCH_PEER", () => {
     expect(parsePeerSelection("floor-split")).toEqual(["floor-split"]);
     expect(parsePeerSelection("bullmq-node,pg")).toEqual(["bullmq-node", "pg"]);
     expect(() => parsePeerSelection("redis")).toThrow(/BENCH_PEER: unknown peer 'redis'/);
+  });
+});
+
+describe("partitions goals", () => {
+  const byGoalP = (i: Parameters<typeof evaluatePartitionGoals>[0]) =>
+    Object.fromEntries(evaluatePartitionGoals(i).map((r) => [r.goal, r]));
+
+  test("given CPU per job at P = 1 and P = 8, the ratio is met up to 1.10 and missed above", () => {
+    const met = byGoalP({ cpuUsPerJob: { 1: 1000, 8: 1100 }, idleCores: {} });
+    expect(met["hub CPU per job, P = 8 ÷ P = 1"]).toMatchObject({
+      met: true, // exactly 1.10 is within "≤ 1.1"
+      value: "1.10 (1,100 vs 1,000 µs)",
+      target: "≤ 1.10",
+    });
+    const missed = byGoalP({ cpuUsPerJob: { 1: 1000, 8: 1101 }, idleCores: {} });
+    expect(missed["hub CPU per job, P = 8 ÷ P = 1"]?.met).toBe(false);
+  });
+
+  test("given idle cores at P = 16, the goal is met up to 0.02 cores and shows P = 1 beside it", () => {
+    const g = byGoalP({ cpuUsPerJob: {}, idleCores: { 1: 0.004, 16: 0.02 } });
+    expect(g["idle CPU of the whole hub at P = 16"]).toMatchObject({
+      met: true,
+      value: "0.020 cores (P = 1: 0.004)",
+      target: "≤ 0.020 cores",
+    });
+    expect(
+      byGoalP({ cpuUsPerJob: {}, idleCores: { 16: 0.0201 } })["idle CPU of the whole hub at P = 16"]
+        ?.met,
+    ).toBe(false);
+  });
+
+  test("a partition count the run left out is not measured", () => {
+    const g = byGoalP({ cpuUsPerJob: { 1: 1000 }, idleCores: { 1: 0.004 } });
+    expect(g["hub CPU per job, P = 8 ÷ P = 1"]?.met).toBeNull();
+    expect(g["idle CPU of the whole hub at P = 16"]?.met).toBeNull();
   });
 });

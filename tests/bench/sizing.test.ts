@@ -2,6 +2,18 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  DEFAULT_NATS_PLAN,
+  type PartitionSizingInputs,
+  partitionInputsFromFixture,
+  partitionInputsFromRun,
+  partitionLimits,
+  queueLimit,
+  renderPartitionedSizing,
+  sizePartitioned,
+  splitNatsCost,
+  streamGroup,
+} from "../../bench/lib/partition-sizing.ts";
+import {
   DEFAULT_PLAN,
   foldLimit,
   formatBytes,
@@ -142,5 +154,146 @@ describe("sizing model", () => {
         DEFAULT_PLAN,
       ),
     ).toThrow("no ingress figure");
+  });
+});
+
+describe("partitioned sizing model", () => {
+  const partitioned: PartitionSizingInputs = {
+    utilisation: 0.5,
+    coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1, indexer: 1 },
+    retentionSec: 10 * 86_400,
+    coresPerNatsNode: 4,
+    streamReplicas: 3,
+    cpuUsPerJob: { ingress: 100, executor: 50, callback: 100, projector: 250, indexer: 100 },
+    // 150 µs per job over 15 operations per job: 10 µs each; one queued job (3 operations) 30 µs.
+    nats: { usPerJob: { events: 100, views: 20, single: 30 }, usPerOp: 10 },
+    storedBytesPerJob: { events: 1_500, views: 500 },
+  };
+
+  test("stream names fall into their groups, whatever the partition", () => {
+    expect(streamGroup("SWITCHYARD_EVENTS")).toBe("events");
+    expect(streamGroup("SWITCHYARD_EVENTS_P12")).toBe("events");
+    expect(streamGroup("KV_sy_jobs")).toBe("views");
+    expect(streamGroup("KV_sy_jobs_p3")).toBe("views");
+    expect(streamGroup("SWITCHYARD_CALLBACKS")).toBe("single");
+    expect(streamGroup("KV_sy_leases")).toBe("single");
+  });
+
+  test("nats-server's µs per job are split in proportion to each stream group's operations", () => {
+    const split = splitNatsCost(
+      {
+        streams: {
+          SWITCHYARD_EVENTS_P0: { stored: 30, bytes: 0, publishes: 30, directGets: 0 },
+          KV_sy_jobs_p0: { stored: 10, bytes: 0, publishes: 10, directGets: 10 },
+          SWITCHYARD_CALLBACKS: { stored: 0, bytes: 0, publishes: 0, directGets: 0 },
+        },
+        consumers: {
+          "SWITCHYARD_EVENTS_P0/projector": { deliveries: 30, acks: 20, pulls: 0 },
+          "SWITCHYARD_CALLBACKS/callback-queue": { deliveries: 0, acks: 0, pulls: 20 },
+        },
+      },
+      120,
+      10,
+    );
+    // 80 + 20 + 20 operations: 120 µs split 80 / 20 / 20; 10 jobs × 120 µs ÷ 120 operations.
+    expect(split.usPerJob.events).toBeCloseTo(80);
+    expect(split.usPerJob.views).toBeCloseTo(20);
+    expect(split.usPerJob.single).toBeCloseTo(20);
+    expect(split.usPerOp).toBeCloseTo(10);
+  });
+
+  test("one partition takes what its slowest single-process part takes at the planned utilisation", () => {
+    const limits = Object.fromEntries(partitionLimits(partitioned).map((l) => [l.what, l]));
+    expect(limits["one partition's projector"]?.jobsPerSec).toBe(2_000); // 1 s ÷ 250 µs × 0.5
+    expect(limits["one partition's events stream leader"]?.jobsPerSec).toBe(5_000);
+    // 1 s ÷ (3 operations × 10 µs) × 0.5.
+    expect(queueLimit(partitioned).jobsPerSec).toBe(16_666);
+  });
+
+  test("partitions follow the rate ÷ one partition's limit, rounded up to a multiple of the NATS nodes", () => {
+    const row = sizePartitioned(10_000, partitioned);
+    // NATS: 10,000 × 150 µs = 1.5 cores ÷ 0.5 = 3 at the leaders, × 2 with two half-busy followers.
+    expect(row.natsCores).toBeCloseTo(6);
+    expect(row.natsNodes).toBe(3);
+    // 10,000 ÷ 2,000 per partition = 5 → 6, a multiple of 3 nodes.
+    expect(row.partitions).toBe(6);
+    expect(row.replicas.projector).toBe(5); // 10,000 × 250 µs ÷ 0.5 = 5 cores
+    expect(row.queuesHold).toBe(true);
+    expect(row.reason).toBe(
+      "1,667 jobs/s per partition, within one partition's projector's 2,000; even if every job went through one work queue, within its leader's 16,666",
+    );
+    // R3 over 3 nodes: each holds all of it; 10,000 × 2,000 B × 10 days.
+    expect(row.storedBytesPerNode).toBe(10_000 * 2_000 * 10 * 86_400);
+    const small = sizePartitioned(100, partitioned);
+    expect(small.partitions).toBe(3); // 2 replicas each fold at least one; 3 nodes lead one each
+  });
+
+  test("past a single work queue's leader, the row names the work queues as the next limit", () => {
+    const row = sizePartitioned(30_000, partitioned);
+    expect(row.queuesHold).toBe(false);
+    expect(row.partitions).toBe(15); // 30,000 ÷ 2,000, a multiple of 3 nodes
+    expect(row.reason).toContain(
+      "next limit: one work-queue stream's leader (SWITCHYARD_TASKS, SWITCHYARD_CALLBACKS, SWITCHYARD_DEADLINES: single whatever P is), about 16,666 jobs/s",
+    );
+    const table = renderPartitionedSizing([row], formatBytes, partitioned.retentionSec);
+    expect(table).toContain("| 30,000 | 15 |");
+    expect(table).toContain("| yes: 2,000 jobs/s per partition");
+  });
+
+  test("the committed partitioned inputs reproduce the table docs/deploy.md shows", () => {
+    const fixture = JSON.parse(readFileSync(join(ROOT, "bench/sizing-inputs.json"), "utf8"));
+    expect(fixture.partitioned.source).toContain("2026-11-26 15:03 UTC");
+    const plan = { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN };
+    const fromFixture = partitionInputsFromFixture(fixture, plan);
+    const rows = [10_000, 50_000, 100_000].map((rate) => sizePartitioned(rate, fromFixture));
+    const deploy = readFileSync(join(ROOT, "docs/deploy.md"), "utf8");
+    expect(deploy).toContain(renderPartitionedSizing(rows, formatBytes, plan.retentionSec));
+    const { perOperation: _op, ...noOp } = fixture.partitioned.natsUsPerJob;
+    expect(() =>
+      partitionInputsFromFixture(
+        { partitioned: { ...fixture.partitioned, natsUsPerJob: noOp } },
+        plan,
+      ),
+    ).toThrow("no perOperation figure");
+  });
+
+  test("inputs come from a partitions run's largest P, and a missing figure is named", () => {
+    const phase = {
+      units: 1_000,
+      cpuSec: {
+        ingress: 0.1,
+        executor: 0.05,
+        callback: 0.1,
+        projector: 0.25,
+        indexer: 0.1,
+        "nats-server": 0.12,
+      },
+      jetstream: {
+        cost: {
+          streams: {
+            SWITCHYARD_EVENTS_P0: { stored: 30, bytes: 700_000, publishes: 30, directGets: 0 },
+            SWITCHYARD_EVENTS_P1: { stored: 30, bytes: 800_000, publishes: 30, directGets: 0 },
+            KV_sy_jobs_p0: { stored: 10, bytes: 500_000, publishes: 10, directGets: 0 },
+          },
+          consumers: {},
+        },
+      },
+    };
+    const runs = [
+      { partitions: 1, closed: { phase: { ...phase, units: 1 } } },
+      { partitions: 8, closed: { phase } },
+    ];
+    const read = partitionInputsFromRun(runs, { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN });
+    expect(read.cpuUsPerJob.projector).toBeCloseTo(250);
+    expect(read.nats.usPerJob.events).toBeCloseTo((60 / 70) * 120); // 60 of 70 operations
+    expect(read.nats.usPerOp).toBeCloseTo((1_000 * 120) / 70);
+    expect(read.storedBytesPerJob).toEqual({ events: 1_500, views: 500 });
+    expect(() => partitionInputsFromRun(runs, partitioned, 16)).toThrow(
+      "no partitions run at P = 16",
+    );
+    const noIndexer = [
+      { partitions: 8, closed: { phase: { ...phase, cpuSec: { ...phase.cpuSec, indexer: 0 } } } },
+    ];
+    expect(() => partitionInputsFromRun(noIndexer, partitioned)).toThrow("no indexer figure");
   });
 });
