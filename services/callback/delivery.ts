@@ -11,13 +11,18 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import { appendEvent, type EventLayout, newEvent } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import { type ConnectionPool, deliverWebhook, type Resolver } from "../../shared/net/index.ts";
+import {
+  type ConnectionPool,
+  createEgressChecker,
+  deliverWebhook,
+  type Resolver,
+} from "../../shared/net/index.ts";
 import { NO_TRACING, type TraceSpan, type Tracing } from "../../shared/telemetry/index.ts";
 import { traceIdOf } from "../../shared/trace/index.ts";
-import { webhookHeaders } from "../../shared/webhooks/index.ts";
+import { createWebhookSigner } from "../../shared/webhooks/index.ts";
 import type { LaneItem } from "./lanes.ts";
 import { buildCallbackBody, type CompletedJob, webhookIdFor } from "./payload.ts";
-import { ackWaitMs, type CallbackSettings, scheduleFor } from "./settings.ts";
+import { type CallbackSettings, scheduleFor } from "./settings.ts";
 
 /** One callback attempt to make, and the message that holds it until the outcome is stored. */
 export interface Delivery extends LaneItem {
@@ -91,6 +96,10 @@ function observeSettled(
 export function createAttemptRunner(deps: AttemptRunnerDeps) {
   const { settings } = deps;
   const nowMs = () => deps.clock.now().getTime();
+  // Made once for every attempt: the URL and address checks of the policy (DNS is still resolved
+  // at each attempt) and the parsed signing keys.
+  const checker = createEgressChecker(settings.policy);
+  const sign = createWebhookSigner();
 
   const append = async (d: Delivery, record: AttemptRecord): Promise<number | undefined> => {
     const event = newEvent(deps, d.job, record);
@@ -126,7 +135,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     const span = attemptSpan(deps.tracing ?? NO_TRACING, d);
     const traceparent = span.traceparent ?? d.traceparent;
     const headers: Record<string, string> = {
-      ...webhookHeaders({
+      ...sign({
         id: webhookIdFor(d.job.job_id),
         timestamp: Math.floor(nowMs() / 1000),
         body,
@@ -134,24 +143,21 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
       }),
       ...(traceparent ? { traceparent } : {}),
     };
-    // Keep the message ours while the receiver is slow (ack_wait already exceeds the budget).
-    const keepAlive = setInterval(() => d.msg.working(), Math.max(1_000, ackWaitMs(settings) / 3));
+    // The service keeps the message ours while the receiver is slow (one timer for every attempt).
     const result = await deliverWebhook({
       url: d.url,
       body,
       headers,
       timeoutMs: settings.timeoutMs,
       maxResponseBytes: settings.maxResponseBytes,
-      ...settings.policy,
+      checker,
       ...(deps.resolver ? { resolver: deps.resolver } : {}),
       clock: nowMs,
       connections: deps.connections,
-    })
-      .catch((err: unknown) => {
-        span.end(err);
-        throw err;
-      })
-      .finally(() => clearInterval(keepAlive));
+    }).catch((err: unknown) => {
+      span.end(err);
+      throw err;
+    });
     const base = d.trigger.kind === "redelivery" ? d.trigger.baseAttempts : 0;
     const outcome = afterAttempt(result, d.attempt - base - 1, {
       scheduleMs: scheduleFor(settings, d.job.client_id),

@@ -172,3 +172,19 @@ export function destinationOf(url: string): string {
     return "invalid";
   }
 }
+
+/**
+ * {@link destinationOf} remembered per URL (the oldest forgotten beyond `maxEntries`): every
+ * delivery needs its lane, and a service calls back the same few URLs over and over.
+ */
+export function createDestinationCache(maxEntries = 1_024): (url: string) => string {
+  const known = new Map<string, string>();
+  return (url) => {
+    const found = known.get(url);
+    if (found !== undefined) return found;
+    const destination = destinationOf(url);
+    known.set(url, destination);
+    if (known.size > maxEntries) known.delete(known.keys().next().value as string);
+    return destination;
+  };
+}

@@ -45,7 +45,7 @@ import {
 } from "../../shared/schedule/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createAttemptRunner, type Delivery, type DeliveryEnd } from "./delivery.ts";
-import { createLanes, destinationOf } from "./lanes.ts";
+import { createDestinationCache, createLanes } from "./lanes.ts";
 import { completedJobOf, runSummaryOf } from "./payload.ts";
 import { createJobGate, createSeenMark } from "./repeats.ts";
 import { ackWaitMs, type CallbackSettings } from "./settings.ts";
@@ -126,6 +126,9 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     else d.msg.nak(Math.max(1_000, settings.timeoutMs));
   };
   const release = (d: Delivery) => gate.leave(d.job);
+  const destinationOf = createDestinationCache();
+  /** Deliveries being attempted; their messages get keep-alives with the waiting ones. */
+  const attempting = new Set<Delivery>();
 
   const enqueue = async (d: Delivery, dueAt: number, deferrals: number) => {
     const entry: CallbackWakeup = {
@@ -169,12 +172,14 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     maxWaitingPerDestination: settings.maxWaitingPerDestination,
     maxWaiting: settings.maxWaitingPerDestination * 8,
     run: async (d: Delivery) => {
+      attempting.add(d);
       try {
         await settle(d, await attempt(d));
       } catch (err) {
         logger.error({ err: (err as Error).message }, "callback attempt failed; will retry");
         d.msg.nak(1_000);
       } finally {
+        attempting.delete(d);
         release(d);
       }
     },
@@ -365,9 +370,11 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         await consume(stream, TOPOLOGY.consumers.callback, onFinalEvent);
       }
       await consume(CALLBACK_QUEUE_STREAM, CALLBACK_QUEUE_CONSUMER, onQueueEntry);
-      // Deliveries waiting for their lane hold their message: keep it from being redelivered.
+      // Deliveries waiting for their lane or being attempted (a slow receiver) hold their
+      // message: keep it from being redelivered. One timer for all, not one per attempt.
       keepAlive = setInterval(() => {
         for (const d of lanes.waiting()) d.msg.working();
+        for (const d of attempting) d.msg.working();
       }, ackWaitMs(settings) / 3);
       logger.info(
         {

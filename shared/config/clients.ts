@@ -73,16 +73,41 @@ export interface ClientDirectory {
   replace(entries: readonly ClientEntry[]): void;
 }
 
+/** The first retirement after `nowMs` among a client's credentials (Infinity: none). */
+function nextRetirementMs(entry: ClientEntry, nowMs: number): number {
+  let next = Number.POSITIVE_INFINITY;
+  const consider = (retireAtMs: number) => {
+    if (retireAtMs > nowMs && retireAtMs < next) next = retireAtMs;
+  };
+  for (const e of entry.token_sha256) consider(credential(e, "sha256").retireAtMs);
+  for (const e of entry.callback_secrets) consider(credential(e, "secret").retireAtMs);
+  return next;
+}
+
 export function createClientDirectory(
   initial: readonly ClientEntry[],
   now: () => number = Date.now,
 ): ClientDirectory {
   let byId = new Map(initial.map((c) => [c.id, c]));
   let all = initial;
+  // The active view of an entry is the same until its next retirement: built once per entry and
+  // period, not per lookup (every request and every callback attempt looks its client up).
+  const views = new WeakMap<
+    ClientEntry,
+    { client: ClientConfig; fromMs: number; untilMs: number }
+  >();
   return {
     client(id) {
       const entry = byId.get(id);
-      return entry ? activeClient(entry, now()) : undefined;
+      if (entry === undefined) return undefined;
+      const nowMs = now();
+      const cached = views.get(entry);
+      if (cached !== undefined && nowMs >= cached.fromMs && nowMs < cached.untilMs) {
+        return cached.client;
+      }
+      const client = activeClient(entry, nowMs);
+      views.set(entry, { client, fromMs: nowMs, untilMs: nextRetirementMs(entry, nowMs) });
+      return client;
     },
     entries: () => all,
     replace(entries) {

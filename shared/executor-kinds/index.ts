@@ -43,13 +43,20 @@ const registry = new Map<string, ExecutorKindDescriptor>();
  */
 export function registerKindDescriptor<C extends KindedConfig>(
   descriptor: ExecutorKindDescriptor<C>,
-): void {
+): () => void {
+  const members: TSchema[] = ExecutorConfigSchema.anyOf;
+  const unregister = () => {
+    if (registry.get(descriptor.name) !== descriptor) return;
+    registry.delete(descriptor.name);
+    const at = members.indexOf(descriptor.config);
+    if (at >= 0) members.splice(at, 1);
+  };
   const same = registry.get(descriptor.name);
-  if (same === descriptor) return;
+  if (same === descriptor) return unregister;
   if (same) throw new Error(`executor kind ${descriptor.name} is registered already`);
   registry.set(descriptor.name, descriptor);
-  const members: TSchema[] = ExecutorConfigSchema.anyOf;
   if (!members.includes(descriptor.config)) members.push(descriptor.config);
+  return unregister;
 }
 
 registerKindDescriptor(builtinExecutor);

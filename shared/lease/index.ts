@@ -166,3 +166,7 @@ export function createLease(deps: {
     },
   };
 }
+
+export { createPartitionClaims, openClaimsBucket, type PartitionClaims } from "./claims.ts";
+export { CLAIMS_BUCKET, type ClaimRecord } from "./claims-view.ts";
+export { type ClaimAction, type ClaimsView, decideClaims } from "./partitions-decide.ts";

@@ -1,5 +1,6 @@
+import { createEgressChecker, type EgressChecker } from "./checker.ts";
 import type { AddressRule } from "./classify.ts";
-import { checkCallbackUrl, type EgressPolicy, type UrlRule } from "./policy.ts";
+import { type EgressPolicy, type UrlRule, unbracket } from "./policy.ts";
 import type { ConnectionPool } from "./pool.ts";
 import { type Resolver, resolveAndCheck } from "./resolve.ts";
 import { parseRetryAfter } from "./retry-after.ts";
@@ -70,6 +71,11 @@ export interface DeliverOptions extends EgressPolicy {
   ca?: string | readonly string[];
   /** Keep-alive connections to reuse; without it every attempt opens (and closes) its own. */
   connections?: ConnectionPool;
+  /**
+   * The policy's checks, remembered across attempts (a caller that delivers often makes one);
+   * its policy is used instead of allowCidrs/allowPrivate. DNS is still resolved per attempt.
+   */
+  checker?: EgressChecker;
 }
 
 const TLS_CODES = new Set([
@@ -126,9 +132,14 @@ export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryA
     ...partial,
     durationMs: Math.max(0, clock() - started),
   });
-  const policy = { allowCidrs: options.allowCidrs, allowPrivate: options.allowPrivate };
+  const checker =
+    options.checker ??
+    createEgressChecker(
+      { allowCidrs: options.allowCidrs, allowPrivate: options.allowPrivate },
+      { maxEntries: 0 },
+    );
 
-  const checked = checkCallbackUrl(options.url, policy);
+  const checked = checker.url(options.url);
   if (!checked.ok) {
     return finish({
       ok: false,
@@ -141,10 +152,13 @@ export async function deliverWebhook(options: DeliverOptions): Promise<DeliveryA
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
-    const resolved = await Promise.race([
-      resolveAndCheck(checked.url.hostname, { ...policy, resolver: options.resolver }),
-      timeoutAfter(controller.signal),
-    ]);
+    const host = unbracket(checked.url.hostname);
+    const lookup = resolveAndCheck(host, { checker, resolver: options.resolver });
+    // A literal address is judged without a lookup: nothing to time out.
+    const resolved =
+      checker.host(host).kind === "address"
+        ? await lookup
+        : await Promise.race([lookup, timeoutAfter(controller.signal)]);
     if (resolved === "timeout")
       return finish({ ok: false, errorClass: "timeout", message: "DNS lookup timed out" });
     if (!resolved.ok) {

@@ -1,3 +1,9 @@
+export {
+  createEgressChecker,
+  type EgressChecker,
+  type EgressCheckerOptions,
+  type HostVerdict,
+} from "./checker.ts";
 export { type CidrBlock, CidrParseError, cidrContains, parseCidr, parseCidrList } from "./cidr.ts";
 export {
   ADDRESS_RULE_WORDING,

@@ -1,12 +1,6 @@
 import { lookup } from "node:dns/promises";
-import { parseIp } from "./ip.ts";
-import {
-  checkAddress,
-  checkHostname,
-  type EgressPolicy,
-  type EgressRefusal,
-  unbracket,
-} from "./policy.ts";
+import { createEgressChecker, type EgressChecker } from "./checker.ts";
+import { type EgressPolicy, type EgressRefusal, unbracket } from "./policy.ts";
 
 export interface ResolvedAddress {
   address: string;
@@ -29,6 +23,8 @@ export type ResolveCheck =
 
 export interface ResolveOptions extends EgressPolicy {
   resolver?: Resolver;
+  /** Remembered checks of the policy (its policy is used instead of the options' own). */
+  checker?: EgressChecker;
 }
 
 /**
@@ -38,17 +34,13 @@ export interface ResolveOptions extends EgressPolicy {
  */
 export async function resolveAndCheck(
   hostname: string,
-  { resolver = systemResolver, ...policy }: ResolveOptions = {},
+  { resolver = systemResolver, checker, ...policy }: ResolveOptions = {},
 ): Promise<ResolveCheck> {
+  const checks = checker ?? createEgressChecker(policy, { maxEntries: 0 });
   const host = unbracket(hostname);
-  const literal = parseIp(host);
-  if (literal) {
-    const refusal = checkAddress(host, policy);
-    if (refusal) return { ok: false, errorClass: "ssrf_blocked", ...refusal };
-    return { ok: true, address: host, family: literal.family };
-  }
-  const named = checkHostname(host, policy);
-  if (named) return { ok: false, errorClass: "ssrf_blocked", ...named };
+  const verdict = checks.host(host);
+  if (verdict.refusal) return { ok: false, errorClass: "ssrf_blocked", ...verdict.refusal };
+  if (verdict.kind === "address") return { ok: true, address: host, family: verdict.family };
 
   let answers: readonly ResolvedAddress[];
   try {
@@ -64,7 +56,7 @@ export async function resolveAndCheck(
   const first = answers[0];
   if (!first) return { ok: false, errorClass: "dns", message: "DNS lookup returned no addresses" };
   for (const answer of answers) {
-    const refusal = checkAddress(answer.address, policy);
+    const refusal = checks.address(answer.address);
     if (refusal) return { ok: false, errorClass: "ssrf_blocked", ...refusal };
   }
   return { ok: true, address: first.address, family: first.family };

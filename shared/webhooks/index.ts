@@ -15,11 +15,13 @@ export {
 } from "./secret.ts";
 export {
   computeSignature,
+  createWebhookSigner,
   type SignInput,
   signWebhook,
   WEBHOOK_USER_AGENT,
   type WebhookBody,
   type WebhookHeaders,
+  type WebhookSignerOptions,
   webhookHeaders,
 } from "./sign.ts";
 export {

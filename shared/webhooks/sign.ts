@@ -38,7 +38,9 @@ export function computeSignature(
 ): string {
   const hmac = createHmac("sha256", secret.key);
   hmac.update(`${id}.${timestamp}.`, "utf8");
-  hmac.update(typeof body === "string" ? Buffer.from(body, "utf8") : body);
+  // A string is hashed as its UTF-8 bytes without copying it into a Buffer first.
+  if (typeof body === "string") hmac.update(body, "utf8");
+  else hmac.update(body);
   return hmac.digest("base64");
 }
 
@@ -70,4 +72,32 @@ export function webhookHeaders(input: SignInput): WebhookHeaders {
     "user-agent": WEBHOOK_USER_AGENT,
     "content-type": "application/json",
   };
+}
+
+export interface WebhookSignerOptions {
+  /** Parsed secrets kept; the oldest is forgotten beyond it (rotations add new ones). */
+  readonly maxSecrets?: number;
+}
+
+/**
+ * {@link webhookHeaders} for a caller that signs often with the same configured secrets: each
+ * `whsec_…` string is parsed (checked and base64-decoded) once, not at every attempt. A secret
+ * rotated in by a reload is a new string, parsed on its first use; one rotated out is never used
+ * again (the caller passes the secrets active now) and drops out beyond the bound.
+ */
+export function createWebhookSigner(
+  options: WebhookSignerOptions = {},
+): (input: SignInput) => WebhookHeaders {
+  const max = options.maxSecrets ?? 1_024;
+  const parsed = new Map<string, WebhookSecret>();
+  const keyOf = (secret: WebhookSecretInput): WebhookSecret => {
+    if (typeof secret !== "string") return secret;
+    const found = parsed.get(secret);
+    if (found !== undefined) return found;
+    const key = toWebhookSecret(secret);
+    parsed.set(secret, key);
+    if (parsed.size > max) parsed.delete(parsed.keys().next().value as string);
+    return key;
+  };
+  return (input) => webhookHeaders({ ...input, secrets: input.secrets.map(keyOf) });
 }

@@ -24,8 +24,11 @@ const issuesOf = (yaml: string): string[] => {
 };
 
 let hub: TestHub | undefined;
+let unregister = () => {};
 afterAll(async () => {
   await hub?.stop();
+  // The registry is the process's: tests after this file see only the shipped kinds.
+  unregister();
 });
 
 // In this order: the kind is unknown until its folder is registered.
@@ -35,7 +38,7 @@ describe("an executor kind registered from one folder (tests/fixtures/executor-k
   });
 
   test("registered, its config is accepted and its own check names its key", () => {
-    registerExecutorKind(shoutKind);
+    unregister = registerExecutorKind(shoutKind);
     // The same module again changes nothing.
     registerExecutorKind(shoutKind);
     expect(issuesOf(shoutRoutes(">> "))).toEqual([]);
@@ -59,5 +62,10 @@ describe("an executor kind registered from one folder (tests/fixtures/executor-k
     expect(job.status).toBe("done");
     expect(job.output).toBe(">> HELLO");
     expect(await eventTypes(hub.nats.nc, CLIENT.id, jobId)).toEqual(["job.done"]);
+  });
+
+  test("taken out again, the kind is unknown once more (the registry is the process's)", () => {
+    unregister();
+    expect(issuesOf(shoutRoutes(">> "))[0]).toStartWith("routes[0].executor");
   });
 });

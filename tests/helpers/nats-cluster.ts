@@ -72,7 +72,7 @@ export interface StartNatsClusterOptions {
 }
 
 /** Asks the kernel for a free loopback port (there is a short race until the server binds it). */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return await new Promise<number>((resolve, reject) => {
     const srv = createServer();
     srv.unref();

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { type AddressInfo, createServer } from "node:net";
 import {
   classifyNetworkError,
+  createEgressChecker,
   type DeliverOptions,
   deliverWebhook,
   parseCidrList,
@@ -228,6 +229,32 @@ describe("deliverWebhook egress checks", () => {
     expect(receiver.received.at(-1)?.headers.get("host")).toBe(
       `rebind.test:${receiver.server.port}`,
     );
+  });
+
+  test("with a remembered checker every attempt still resolves, and a name now private is refused", async () => {
+    // One checker for all attempts, as the callback service holds it; the name's answer moves
+    // from an allowed address to a private one between attempts.
+    const checker = createEgressChecker({ allowCidrs: LOOPBACK });
+    const url = `http://rebind.test:${receiver.server.port}/ok`;
+    const { resolver, calls } = rebinding();
+    const before = countPath("/ok");
+    const first = await deliverWebhook({ url, body, headers, resolver, checker });
+    expect(first).toMatchObject({ ok: true, status: 200, address: "127.0.0.1" });
+    const second = await deliverWebhook({ url, body, headers, resolver, checker });
+    expect(second).toMatchObject({ ok: false, errorClass: "ssrf_blocked", rule: "rfc1918" });
+    expect(calls()).toBe(2);
+    expect(countPath("/ok")).toBe(before + 1);
+    // The checker's policy is the one applied, whatever the options say.
+    const strict = createEgressChecker({});
+    const refused = await deliverWebhook({
+      url: receiver.url("/ok"),
+      body,
+      headers,
+      allowCidrs: LOOPBACK,
+      checker: strict,
+    });
+    expect(refused).toMatchObject({ ok: false, errorClass: "ssrf_blocked", rule: "loopback" });
+    expect(countPath("/ok")).toBe(before + 1);
   });
 
   test("private, metadata and malformed URLs are refused before any lookup", async () => {

@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { compile, loadInputs, registerToolSource } from "../../shared/tools/index.ts";
 import { linesSource } from "../fixtures/tool-sources/lines/index.ts";
 
+let unregister = () => {};
+
 describe("a tool source registered from one folder (tests/fixtures/tool-sources/lines)", () => {
   test("its files compile into tool definitions once it is registered", async () => {
     const dir = mkdtempSync(join(tmpdir(), "switchyard-lines-"));
@@ -15,7 +17,7 @@ describe("a tool source registered from one folder (tests/fixtures/tool-sources/
       const before = await loadInputs([{ file }], [], dir);
       expect(compile(before.inputs, before.diagnostics).tools).toEqual([]);
 
-      registerToolSource(linesSource);
+      unregister = registerToolSource(linesSource);
       const { inputs, diagnostics } = await loadInputs([{ file }], [], dir);
       expect(inputs.map((i) => i.kind)).toEqual(["lines"]);
       const result = compile(inputs, diagnostics);
@@ -25,6 +27,8 @@ describe("a tool source registered from one folder (tests/fixtures/tool-sources/
         ["POST", "/orders", "Place an order", "manual"],
       ]);
     } finally {
+      // The registry is the process's: tests after this file see only the shipped sources.
+      unregister();
       rmSync(dir, { recursive: true, force: true });
     }
   });

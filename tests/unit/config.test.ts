@@ -146,6 +146,29 @@ clients:
     expect(directory.client("acme")).toBeUndefined();
   });
 
+  test("the directory's view of a client follows the clock across a retirement, both ways", () => {
+    const config = parseConfig(
+      rotating(
+        `["${HASH}"]`,
+        `["${SECRET_A}", { secret: "${SECRET_B}", retire_at: "2030-01-01T00:00:00Z" }]`,
+      ),
+      {},
+    );
+    let now = Date.parse("2029-12-31T23:59:58Z");
+    const directory = createClientDirectory(config.clients, () => now);
+    const first = directory.client("acme");
+    expect(first?.callback_secrets).toEqual([SECRET_A, SECRET_B]);
+    now += 1_000;
+    // Nothing retired in between: the same view, built once.
+    expect(directory.client("acme")).toBe(first as NonNullable<typeof first>);
+    now = Date.parse("2030-01-01T00:00:00Z");
+    expect(directory.client("acme")?.callback_secrets).toEqual([SECRET_A]);
+    now = Date.parse("2029-12-31T23:00:00Z");
+    expect(directory.client("acme")?.callback_secrets).toEqual([SECRET_A, SECRET_B]);
+    directory.replace([]);
+    expect(directory.client("acme")).toBeUndefined();
+  });
+
   test("a retire_at that is no date, and a token hash on two clients, are named", () => {
     expect(
       issuesOf(rotating(`[{ sha256: "${HASH}", retire_at: "2030-02-31T00:00:00Z" }]`, "[]")),

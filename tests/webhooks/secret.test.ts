@@ -1,10 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import {
+  createWebhookSigner,
   generateWebhookSecret,
   parseWebhookSecret,
   signWebhook,
   WebhookSecretError,
   type WebhookSecretProblem,
+  webhookHeaders,
 } from "../../shared/webhooks/index.ts";
 
 function problemOf(secret: string): WebhookSecretProblem | undefined {
@@ -74,5 +76,20 @@ describe("webhook secrets", () => {
     expect(() => signWebhook({ id: "m", timestamp: 1, body: "", secrets: ["x"] })).toThrow(
       WebhookSecretError,
     );
+  });
+});
+
+describe("createWebhookSigner", () => {
+  test("signs exactly as webhookHeaders, through rotations, and refuses a bad secret every time", () => {
+    const sign = createWebhookSigner({ maxSecrets: 1 });
+    const a = generateWebhookSecret();
+    const b = generateWebhookSecret(24);
+    const input = { id: "msg_job_1", timestamp: 1_750_000_000, body: '{"x":1}' };
+    for (const secrets of [[a], [a, b], [b], [a, b]]) {
+      expect(sign({ ...input, secrets })).toEqual(webhookHeaders({ ...input, secrets }));
+    }
+    for (let i = 0; i < 2; i++) {
+      expect(() => sign({ ...input, secrets: ["whsec_short"] })).toThrow(WebhookSecretError);
+    }
   });
 });

@@ -41,13 +41,21 @@ export interface ExecutorKindModule<C extends KindedConfig> {
 /**
  * Adds a kind beside the shipped ones: its descriptor (config, checks, capabilities) for the whole
  * process, its runtime for the executor. Register before the config is loaded; the same module
- * registered again is a no-op.
+ * registered again is a no-op. Returns what takes it out again (a test that registers one).
  */
-export function registerExecutorKind<C extends KindedConfig>(kind: ExecutorKindModule<C>): void {
+export function registerExecutorKind<C extends KindedConfig>(
+  kind: ExecutorKindModule<C>,
+): () => void {
   const { name } = kind.descriptor;
   const same = runtimes.get(name);
-  if (same === kind.runtime) return;
-  if (same) throw new Error(`executor kind ${name} is registered already`);
-  registerKindDescriptor(kind.descriptor);
+  if (same !== undefined && same !== kind.runtime) {
+    throw new Error(`executor kind ${name} is registered already`);
+  }
+  const unregisterDescriptor = registerKindDescriptor(kind.descriptor);
   runtimes.set(name, kind.runtime);
+  return () => {
+    if (runtimes.get(name) !== kind.runtime) return;
+    runtimes.delete(name);
+    unregisterDescriptor();
+  };
 }

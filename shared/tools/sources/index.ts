@@ -17,13 +17,18 @@ export const SOURCES_IN_ORDER: readonly ToolSource[] = registered;
 
 /**
  * Adds a source of compiler input. Its tools carry one of the tool-definition `source` values
- * (a new value is a change of that contract). The same module registered again is a no-op.
+ * (a new value is a change of that contract). The same module registered again is a no-op; returns what takes it out again.
  */
-export function registerToolSource(source: ToolSource): void {
+export function registerToolSource(source: ToolSource): () => void {
+  const unregister = () => {
+    const at = registered.indexOf(source);
+    if (at >= 0) registered.splice(at, 1);
+  };
   const same = registered.find((s) => s.kind === source.kind);
-  if (same === source) return;
+  if (same === source) return unregister;
   if (same) throw new Error(`a tool source of kind ${source.kind} is registered already`);
   registered.push(source);
+  return unregister;
 }
 
 export function sourceFor(kind: InputKind): ToolSource {

@@ -1,0 +1,174 @@
+import type { KV, KvEntry } from "@nats-io/kv";
+import type { Logger } from "../log/index.ts";
+
+/** KV bucket of partition claims: no TTL; a claim lives as long as its owner's member record. */
+export const CLAIMS_BUCKET = "sy_claims";
+
+/** What a claim key holds. */
+export interface ClaimRecord {
+  /** The owning member's id (its member record is `members.<owner>`); empty when released. */
+  readonly owner: string;
+  /** Who that is (host and pid), for operators reading the bucket. */
+  readonly holder: string;
+  /** Raised by every claim of the partition: a newer owner has a higher epoch. */
+  readonly epoch: number;
+}
+
+/** What a member record holds. */
+export interface MemberRecord {
+  readonly holder: string;
+  /** The groups whose partitions the member shares ("projector", "indexer"). */
+  readonly groups: readonly string[];
+  readonly renewed_at: string;
+}
+
+/** A claim key as last seen: its revision (for compare-and-set), epoch and, unless free, owner. */
+export interface SeenClaim {
+  readonly revision: number;
+  readonly epoch: number;
+  readonly owner: string | undefined;
+}
+
+export const claimKey = (group: string, partition: number) => `${group}.p${partition}`;
+export const MEMBERS_PREFIX = "members.";
+export const memberKey = (member: string) => `${MEMBERS_PREFIX}${member}`;
+
+/** A released claim keeps its epoch and names no owner; a deleted or unreadable one is free. */
+function parseClaim(entry: KvEntry): SeenClaim {
+  const free = { revision: entry.revision, epoch: 0, owner: undefined };
+  if (entry.operation !== "PUT") return free;
+  try {
+    const value = entry.json<Partial<ClaimRecord>>();
+    const epoch = typeof value.epoch === "number" ? value.epoch : 0;
+    const owner = typeof value.owner === "string" && value.owner !== "" ? value.owner : undefined;
+    return { revision: entry.revision, epoch, owner };
+  } catch {
+    return free;
+  }
+}
+
+function parseGroups(entry: KvEntry): string[] {
+  try {
+    const groups = entry.json<Partial<MemberRecord>>().groups;
+    return Array.isArray(groups) ? groups.filter((g) => typeof g === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Follows a KV watch until closed. nats.js re-creates a watch's ordered consumer by itself
+ * (missed heartbeats, a restarted server); should the watch end anyway, it is opened again.
+ */
+function follow(deps: {
+  readonly kv: KV;
+  readonly key: string;
+  readonly apply: (entry: KvEntry) => void;
+  readonly closed: () => boolean;
+  readonly logger: Logger;
+}): { opened: Promise<() => void> } {
+  let stop = () => {};
+  const open = async () => {
+    const watch = await deps.kv.watch({ key: deps.key });
+    stop = () => watch.stop();
+    void (async () => {
+      for await (const entry of watch) deps.apply(entry);
+    })()
+      .catch((err: unknown) => {
+        deps.logger.error({ key: deps.key, err: (err as Error).message }, "claims watch failed");
+      })
+      .finally(() => {
+        if (!deps.closed()) setTimeout(() => void open().catch(() => undefined), 1_000);
+      });
+  };
+  return { opened: open().then(() => () => stop()) };
+}
+
+/**
+ * What one process knows of the claims and members, kept current by two KV watches: no
+ * polling. A watch delivers changes only, so at rest nothing arrives but the members' renewals
+ * (and the watches' idle heartbeats). Member records expire silently on nats-server 2.9 (no
+ * marker), so a member counts as alive while seen renewing within `goneAfterMs`; taking over a
+ * claim still checks that the owner's record is gone from the bucket (the server's word).
+ */
+export function createClaimsWatch(deps: {
+  readonly leases: KV;
+  readonly claims: KV;
+  readonly goneAfterMs: number;
+  readonly logger: Logger;
+  /** A claim was released or a member came or left: a decision is due now, not at the next tick. */
+  readonly onChange: () => void;
+}) {
+  const claims = new Map<string, SeenClaim>();
+  const members = new Map<string, { seenAt: number; groups: string[] }>();
+  let closed = false;
+  const stops: Promise<() => void>[] = [];
+
+  const onClaim = (entry: KvEntry) => {
+    const seen = claims.get(entry.key);
+    if (seen !== undefined && seen.revision >= entry.revision) return;
+    const claim = parseClaim(entry);
+    claims.set(entry.key, claim);
+    if (claim.owner === undefined) deps.onChange();
+  };
+
+  const onMember = (entry: KvEntry) => {
+    const member = entry.key.slice(MEMBERS_PREFIX.length);
+    if (entry.operation === "PUT") {
+      const known = members.has(member);
+      members.set(member, { seenAt: Date.now(), groups: parseGroups(entry) });
+      if (!known) deps.onChange();
+    } else if (members.delete(member)) deps.onChange();
+  };
+
+  const watch = (kv: KV, key: string, apply: (entry: KvEntry) => void) =>
+    follow({ kv, key, apply, closed: () => closed, logger: deps.logger }).opened;
+
+  return {
+    async open() {
+      stops.push(
+        watch(deps.claims, ">", onClaim),
+        watch(deps.leases, `${MEMBERS_PREFIX}>`, onMember),
+      );
+      await Promise.all(stops);
+    },
+    async close() {
+      closed = true;
+      for (const stop of await Promise.all(stops.splice(0))) stop();
+    },
+    /** Records a write of this process at once (its watch echo comes later). */
+    noteClaim(key: string, seen: SeenClaim) {
+      const known = claims.get(key);
+      if (known === undefined || known.revision < seen.revision) claims.set(key, seen);
+    },
+    noteMember(member: string, groups: readonly string[]) {
+      members.set(member, { seenAt: Date.now(), groups: [...groups] });
+    },
+    forgetMember(member: string) {
+      members.delete(member);
+    },
+    claim: (key: string) => claims.get(key),
+    /** Members of `group` seen renewing within `goneAfterMs`, sorted; the others are dropped. */
+    liveMembers(group: string): string[] {
+      const cutoff = Date.now() - deps.goneAfterMs;
+      for (const [member, m] of members) if (m.seenAt < cutoff) members.delete(member);
+      return [...members]
+        .filter(([, m]) => m.groups.includes(group))
+        .map(([id]) => id)
+        .sort();
+    },
+    /** The owner of each claimed partition of `group`. */
+    owners(group: string): Map<number, string> {
+      const owners = new Map<number, string>();
+      const prefix = `${group}.p`;
+      for (const [key, seen] of claims) {
+        if (!key.startsWith(prefix) || seen.owner === undefined) continue;
+        const p = Number(key.slice(prefix.length));
+        if (Number.isInteger(p)) owners.set(p, seen.owner);
+      }
+      return owners;
+    },
+  };
+}
+
+export type ClaimsWatch = ReturnType<typeof createClaimsWatch>;

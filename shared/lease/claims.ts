@@ -1,0 +1,345 @@
+import { randomBytes } from "node:crypto";
+import { type KV, Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "../log/index.ts";
+import {
+  CLAIMS_BUCKET,
+  type ClaimRecord,
+  claimKey,
+  createClaimsWatch,
+  type MemberRecord,
+  memberKey,
+} from "./claims-view.ts";
+// Read at call time only: index.ts re-exports this module.
+import {
+  LEASE_TTL_MS,
+  type Lease,
+  type LeaseHandlers,
+  SIT_OUT_AFTER_FAILED_LEAD_MS,
+} from "./index.ts";
+import { decideClaims } from "./partitions-decide.ts";
+
+const RENEW_EVERY_MS = 1_000;
+/**
+ * Beyond the TTL: a member not seen renewing for this much longer is counted out of the share
+ * (its record has expired by then, unless a renewal reached this process late).
+ */
+const MEMBER_GONE_SLACK_MS = 250;
+/**
+ * Renewals with an unchanged membership before anyone releases a partition (no flapping): longer
+ * than a member record lives, so a member that joins again under a new id, its old record still
+ * counted for up to the TTL, makes nobody release.
+ */
+const STABLE_TICKS = 4;
+
+/** Hands out one {@link Lease} per partition of each group; all share one member record. */
+export interface PartitionClaims {
+  /** The lease of a group's partition: `slot.lease = claims.lease("projector", p)`. */
+  lease(group: string, partition: number): Lease;
+  /** The partitions of `group` this process holds now. */
+  held(group: string): number[];
+  /** Releases every claim and the member record, so the others take over at once. */
+  stop(): Promise<void>;
+}
+
+/** Opens (creating when missing) the claims bucket: no TTL, one value per key. */
+export async function openClaimsBucket(
+  nc: NatsConnection,
+  options: { readonly replicas: number },
+): Promise<KV> {
+  return new Kvm(nc).create(CLAIMS_BUCKET, {
+    history: 1,
+    replicas: options.replicas,
+    storage: "file",
+  });
+}
+
+interface Held {
+  readonly group: string;
+  readonly partition: number;
+  readonly revision: number;
+  readonly epoch: number;
+}
+
+const GROUP_NAME = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Fair-share partition claims (docs/architecture.md, "Partition claims"). The process renews one
+ * member record (`members.<id>` in the lease bucket, TTL 3 s, naming its groups) once a second by
+ * compare-and-set, whatever the groups and P; each partition's claim key (`<group>.p<p>` in the
+ * claims bucket, no TTL) names its owner and an epoch, and is valid while the owner's member
+ * record lives. A claim is taken with create or compare-and-set over a free one (released, or its
+ * owner's record gone from the bucket); what to claim or release is {@link decideClaims}, per
+ * group. A holder whose own record was not renewed within two thirds of the TTL reports not
+ * holding, before anyone can take over; a renewal that fails loses every partition, and the
+ * process joins again as a new member.
+ */
+export function createPartitionClaims(deps: {
+  readonly leases: KV;
+  readonly claims: KV;
+  /** P per group: "projector" → 16 makes partitions 0 … 15 of the projector's group. */
+  readonly groups: Readonly<Record<string, number>>;
+  /** Who this is (host and pid), for operators reading the buckets. */
+  readonly holder: string;
+  readonly logger: Logger;
+}): PartitionClaims {
+  const { logger } = deps;
+  const groups = Object.keys(deps.groups);
+  for (const group of groups) {
+    if (!GROUP_NAME.test(group)) throw new RangeError(`claims group name "${group}" is not a word`);
+  }
+  const newMember = () => randomBytes(6).toString("hex");
+  let member = newMember();
+  let memberRevision = 0;
+  let renewedAt = 0;
+  /** By claim key. */
+  const held = new Map<string, Held>();
+  const handlers = new Map<string, LeaseHandlers>();
+  const sitOutUntil = new Map<string, number>();
+  let started = false;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let busy: Promise<void> = Promise.resolve();
+  let membership = "";
+  let stableTicks = 0;
+
+  const serialised = (step: () => Promise<void>) => {
+    busy = busy.then(step).catch((err: unknown) => {
+      logger.error({ member, err: (err as Error).message }, "partition claims step failed");
+    });
+    return busy;
+  };
+  const watch = createClaimsWatch({
+    leases: deps.leases,
+    claims: deps.claims,
+    goneAfterMs: LEASE_TTL_MS + MEMBER_GONE_SLACK_MS,
+    logger,
+    onChange: () => {
+      if (started && !stopped) void serialised(decideAll);
+    },
+  });
+  const holding = (key: string) =>
+    !stopped && held.has(key) && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
+  const log = (key: string) => ({ claim: key, member });
+
+  /** Gives a partition up: holding() turns false first, then the work stops. */
+  const standDown = async (key: string, h = handlers.get(key)) => {
+    if (!held.delete(key)) return;
+    await h?.standDown().catch((err: unknown) => {
+      logger.error({ ...log(key), err: (err as Error).message }, "stand-down failed");
+    });
+  };
+
+  /** Stands down and marks the claim free, keeping its epoch, so another member takes it now. */
+  const release = async (key: string, h = handlers.get(key)) => {
+    const mine = held.get(key);
+    if (mine === undefined) return;
+    await standDown(key, h);
+    const value: ClaimRecord = { owner: "", holder: "", epoch: mine.epoch };
+    await deps.claims.update(key, JSON.stringify(value), mine.revision).catch(() => undefined);
+  };
+
+  const loseAll = async (why: string) => {
+    if (held.size > 0) logger.warn({ member, why }, "member record lost; standing down");
+    for (const key of [...held.keys()]) await standDown(key);
+    watch.forgetMember(member);
+    member = newMember();
+    memberRevision = 0;
+  };
+
+  const renew = async () => {
+    // Only the groups it competes in: a member counted in a group's share that never claims
+    // would keep a partition free for good.
+    const competing = groups.filter((g) =>
+      [...handlers.keys()].some((k) => k.startsWith(`${g}.p`)),
+    );
+    const record: MemberRecord = {
+      holder: deps.holder,
+      groups: competing,
+      renewed_at: new Date().toISOString(),
+    };
+    const value = JSON.stringify(record);
+    // The record's TTL runs from when the server stored it, which is after this: holding()
+    // counts from here, so a slow answer never stretches a holder past its record's expiry.
+    const sentAt = Date.now();
+    try {
+      memberRevision =
+        memberRevision === 0
+          ? await deps.leases.create(memberKey(member), value)
+          : await deps.leases.update(memberKey(member), value, memberRevision);
+      renewedAt = sentAt;
+      watch.noteMember(member, competing);
+    } catch (err) {
+      await loseAll((err as Error).message);
+    }
+  };
+
+  const leadFailed = async (key: string, err: Error) => {
+    logger.error(
+      { ...log(key), err: err.message, retry_ms: SIT_OUT_AFTER_FAILED_LEAD_MS },
+      "could not start the partition's work; releasing its claim",
+    );
+    sitOutUntil.set(key, Date.now() + SIT_OUT_AFTER_FAILED_LEAD_MS);
+    await release(key);
+  };
+
+  /**
+   * Claims a partition (create, or compare-and-set over a free claim) and starts its work.
+   * `ownerGone` asks the server whether a member record is gone (expired or deleted): a claim
+   * is taken over only on its word, not on this process's clock.
+   */
+  const claim = async (
+    group: string,
+    partition: number,
+    ownerGone: (owner: string) => Promise<boolean>,
+  ) => {
+    const key = claimKey(group, partition);
+    const seen = watch.claim(key);
+    const owner = seen?.owner;
+    if (owner !== undefined && owner !== member && !(await ownerGone(owner))) return;
+    const epoch = (seen?.epoch ?? 0) + 1;
+    const value: ClaimRecord = { owner: member, holder: deps.holder, epoch };
+    let revision: number;
+    try {
+      revision =
+        seen === undefined
+          ? await deps.claims.create(key, JSON.stringify(value))
+          : await deps.claims.update(key, JSON.stringify(value), seen.revision);
+    } catch {
+      return; // another member claimed it first; the watch tells
+    }
+    held.set(key, { group, partition, revision, epoch });
+    watch.noteClaim(key, { revision, epoch, owner: member });
+    logger.info({ ...log(key), epoch, over: owner }, "partition claimed");
+    // Not awaited: a slow start of one partition's work must not hold back the member renewal
+    // (every partition's holding() rests on it). The work orders its own lead and stand-down.
+    handlers
+      .get(key)
+      ?.lead()
+      .catch((err: unknown) =>
+        serialised(async () => {
+          if (held.get(key)?.revision === revision) await leadFailed(key, err as Error);
+        }),
+      );
+  };
+
+  /** Partitions claimed over this process's head (its record lapsed) are stood down. */
+  const reconcile = async () => {
+    for (const [key, mine] of [...held]) {
+      const seen = watch.claim(key);
+      if (seen !== undefined && seen.revision > mine.revision && seen.owner !== member) {
+        logger.warn(log(key), "partition claimed by another member; standing down");
+        await standDown(key);
+      }
+    }
+  };
+
+  const wanted = (group: string) => {
+    const now = Date.now();
+    const partitions = new Set<number>();
+    for (let p = 0; p < (deps.groups[group] ?? 0); p++) {
+      const key = claimKey(group, p);
+      if (handlers.has(key) && (sitOutUntil.get(key) ?? 0) <= now) partitions.add(p);
+    }
+    return partitions;
+  };
+
+  const decideGroup = async (group: string, ownerGone: (owner: string) => Promise<boolean>) => {
+    const actions = decideClaims({
+      me: member,
+      total: deps.groups[group] ?? 0,
+      wanted: wanted(group),
+      members: watch.liveMembers(group),
+      owners: watch.owners(group),
+      stable: stableTicks >= STABLE_TICKS,
+    });
+    for (const action of actions) {
+      if (stopped) return;
+      if (action.kind === "claim") await claim(group, action.partition, ownerGone);
+      else {
+        const key = claimKey(group, action.partition);
+        logger.info(log(key), "partition released for the fair share");
+        await release(key);
+      }
+    }
+  };
+
+  async function decideAll() {
+    if (stopped || memberRevision === 0) return;
+    await reconcile();
+    // One read per owner per decision, however many of its partitions are up for taking.
+    const gone = new Map<string, Promise<boolean>>();
+    const ownerGone = (owner: string) => {
+      let answer = gone.get(owner);
+      if (answer === undefined) {
+        answer = deps.leases.get(memberKey(owner)).then((e) => e === null || e.operation !== "PUT");
+        gone.set(owner, answer);
+      }
+      return answer;
+    };
+    for (const group of groups) await decideGroup(group, ownerGone);
+  }
+
+  const tick = async () => {
+    if (stopped) return;
+    await renew();
+    const now = groups.map((g) => `${g}:${watch.liveMembers(g).join(",")}`).join(" ");
+    stableTicks = now === membership ? stableTicks + 1 : 0;
+    membership = now;
+    await decideAll();
+  };
+
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => void serialised(tick).then(schedule), RENEW_EVERY_MS);
+  };
+
+  const stopAll = async () => {
+    if (stopped) return;
+    stopped = true;
+    clearTimeout(timer);
+    await busy;
+    for (const key of [...held.keys()]) await release(key);
+    await watch.close();
+    if (memberRevision !== 0) {
+      await deps.leases
+        .delete(memberKey(member), { previousSeq: memberRevision })
+        .catch(() => undefined);
+    }
+  };
+
+  const lease = (group: string, partition: number): Lease => {
+    const total = deps.groups[group];
+    if (total === undefined) throw new RangeError(`"${group}" is not a claims group`);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= total) {
+      throw new RangeError(`partition ${partition} is outside 0..${total - 1} of ${group}`);
+    }
+    const key = claimKey(group, partition);
+    return {
+      async start(h) {
+        handlers.set(key, h);
+        if (started) return serialised(decideAll);
+        started = true;
+        await watch.open();
+        await serialised(tick);
+        schedule();
+      },
+      holding: () => holding(key),
+      async stop() {
+        const h = handlers.get(key);
+        if (h === undefined) return;
+        handlers.delete(key);
+        await serialised(() => release(key, h));
+        if (handlers.size === 0) await stopAll();
+      },
+    };
+  };
+
+  const heldOf = (group: string) =>
+    [...held]
+      .filter(([key, h]) => h.group === group && holding(key))
+      .map(([, h]) => h.partition)
+      .sort((a, b) => a - b);
+
+  return { lease, held: heldOf, stop: stopAll };
+}
