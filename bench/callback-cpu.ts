@@ -146,7 +146,7 @@ async function measure(root: string): Promise<number> {
         },
       };
       stored++;
-      await appendEvent(hub.js, event, { expectedLastSubjectSeq: 0 });
+      await appendEvent(hub, event, { expectedLastSubjectSeq: 0 });
     };
     let delivered = 0;
     while (delivered < JOBS) {

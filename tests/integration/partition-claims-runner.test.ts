@@ -10,6 +10,7 @@ import { expect, test } from "bun:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { EVENT_SUBJECT_ROOT, TOPOLOGY } from "../../shared/bus/index.ts";
+import { createEventLayout } from "../../shared/jobs/index.ts";
 import {
   createPartitionClaims,
   LEASE_TTL_MS,
@@ -111,8 +112,10 @@ async function member(url: string, writer: string, stores: PartitionStore[]): Pr
       js,
       jsm,
       logger,
+      layout: createEventLayout(1),
       slot: {
         partition,
+        stream: TOPOLOGY.eventsStream,
         durable: `throwaway-counter-p${partition}`,
         filterSubject: `${EVENT_SUBJECT_ROOT}.${CLIENTS[partition]?.id}.>`,
         lease: claims.lease("counter", partition),
