@@ -242,7 +242,7 @@ describe("a hub of 4 partitions", () => {
       for (let p = 0; p < P; p++) {
         expect(status.stdout).toMatch(
           new RegExp(
-            `partition ${p}: stream SWITCHYARD_EVENTS_P${p} leader=\\S+ projector lag: \\d+ events`,
+            `partition ${p}: stream SWITCHYARD_EVENTS_P${p} leader=\\S+ projector lag: \\d+ events; held by projector=\\S+/${process.pid} indexer=`,
           ),
         );
       }
