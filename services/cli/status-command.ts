@@ -1,5 +1,5 @@
 import { type KV, Kvm } from "@nats-io/kv";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { describePlacement, readPlacement, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import {
   CLAIMS_BUCKET,
@@ -89,6 +89,11 @@ async function partitionLines(hub: HubConnection): Promise<string[]> {
         : "";
     lines.push(`  partition ${p}: stream ${stream} leader=${leader} projector lag: ${lag}${held}`);
   }
+  const placement =
+    hub.layout.partitions > 1
+      ? await readPlacement(hub.jsm, hub.layout.streams()).catch(() => undefined)
+      : undefined;
+  if (placement) lines.push(`partition leaders per node: ${describePlacement(placement)}`);
   let indexLag: number | undefined;
   for (const stream of hub.layout.streams()) {
     const index = await hub.jsm.consumers.info(stream, "index").catch(() => null);

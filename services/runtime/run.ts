@@ -44,6 +44,8 @@ export interface RunDeps {
   readonly metrics?: HubMetrics;
   /** The first NATS connection: a countdown while the server is unreachable. */
   readonly onNatsWaiting?: (wait: ConnectWait) => void;
+  /** Spread the partition streams' leaders over the nodes at start (`switchyard setup`). */
+  readonly placeLeaders?: boolean;
   /** Spans of every service (shared/telemetry); the caller owns it and shuts it down. */
   readonly tracing?: Tracing;
 }
@@ -74,12 +76,10 @@ export async function startServices(
   deps: RunDeps,
 ): Promise<RunningHub> {
   const { config, logger } = deps;
-  const hub = await connectHub(
-    config,
-    logger,
-    services.join("+"),
-    deps.onNatsWaiting ? { onWaiting: deps.onNatsWaiting } : {},
-  );
+  const hub = await connectHub(config, logger, services.join("+"), {
+    ...(deps.onNatsWaiting ? { onWaiting: deps.onNatsWaiting } : {}),
+    ...(deps.placeLeaders ? { placeLeaders: true } : {}),
+  });
   if (hub.storeVersion < STORE_VERSION) {
     await hub.drain();
     throw new StoreOutdatedError(hub.storeVersion);
