@@ -10,7 +10,7 @@ import { expect, test } from "bun:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { EVENT_SUBJECT_ROOT, TOPOLOGY } from "../../shared/bus/index.ts";
-import { createEventLayout } from "../../shared/jobs/index.ts";
+import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import {
   createPartitionClaims,
   LEASE_TTL_MS,
@@ -111,11 +111,11 @@ async function member(url: string, writer: string, stores: PartitionStore[]): Pr
     createProjectionRunner({
       js,
       jsm,
+      layout: SINGLE_PARTITION_LAYOUT,
       logger,
-      layout: createEventLayout(1),
       slot: {
         partition,
-        stream: TOPOLOGY.eventsStream,
+        stream: SINGLE_PARTITION_LAYOUT.stream(0),
         durable: `throwaway-counter-p${partition}`,
         filterSubject: `${EVENT_SUBJECT_ROOT}.${CLIENTS[partition]?.id}.>`,
         lease: claims.lease("counter", partition),
