@@ -143,10 +143,17 @@ function demoBanner(
  * The embedded nats-server's config: its loopback clients need the token generated for this
  * start. Owner-only, like hub.json; never on the command line (ps would show it).
  */
+/**
+ * The embedded server's config (its token) and the token alone in `nats.token`, both readable by
+ * their owner only: a NATS worker on this machine connects with NATS_TOKEN_FILE=.data/nats.token.
+ */
 function writeEmbeddedNatsConfig(dataDir: string, token: string): string {
   const path = resolve(dataDir, "nats.conf");
   writeFileSync(path, `authorization { token: "${token}" }\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
+  const tokenFile = resolve(dataDir, "nats.token");
+  writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+  chmodSync(tokenFile, 0o600);
   return path;
 }
 

@@ -137,6 +137,10 @@ describe("CLI commands use the same server as up, and create nothing", () => {
     expect((await stat(join(dir, ".data/hub.json"))).mode & 0o777).toBe(0o600);
     const token = up.hub.nats_token ?? "";
     expect(token.length).toBeGreaterThanOrEqual(32);
+    // The token alone, for a NATS worker on this machine (NATS_TOKEN_FILE), owner-only too.
+    const tokenFile = join(dir, ".data/nats.token");
+    expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
+    expect((await Bun.file(tokenFile).text()).trim()).toBe(token);
     const refused = await connect({ servers: up.hub.nats_url, timeout: 2_000 }).catch(
       (e: Error) => e,
     );
