@@ -288,6 +288,14 @@ describe("a hub of 4 partitions", () => {
     }
   });
 
+  test("/metrics: the one process holds every partition of the projector and the indexer", async () => {
+    const text = await waitFor("every partition held", async () => {
+      const body = await (await fetch(`${hub.running.monitoring.url}/metrics`)).text();
+      return body.includes(`switchyard_partitions_held{group="projector"} ${P}`) ? body : undefined;
+    });
+    expect(text).toContain(`switchyard_partitions_held{group="indexer"} ${P}`);
+  });
+
   test("a start with another nats.partitions is refused, naming the key and both counts", async () => {
     const config = parseConfig(
       JSON.stringify({ nats: { url: hub.nats.url, partitions: 2 } }),
