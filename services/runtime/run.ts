@@ -188,7 +188,6 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   const groups = readModelGroups(services, config);
   const leases =
     groups.length > 0 ? await openReadModelLeases({ hub, config, groups, logger }) : undefined;
-  if (leases) stoppables.push({ name: "partition claims", stop: leases.stop });
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
   const stats = createConsumerStats({
     jsm: hub.jsm,
@@ -232,6 +231,9 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   }
   if (leases && groups.includes("projector")) await startProjector(ctx, leases);
   if (services.includes("indexer")) await ctx.search.startIndexer(stoppables, leases);
+  // After the read models: each stops its slots first (writing what it holds, releasing each
+  // claim), and the member record goes last.
+  if (leases) stoppables.push({ name: "partition claims", stop: leases.stop });
   if (services.includes("callback")) {
     const { callbackSettings, createCallbackService } = await import("../callback/index.ts");
     const callback = createCallbackService({
