@@ -1,6 +1,13 @@
-import { Kvm } from "@nats-io/kv";
-import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { type KV, Kvm } from "@nats-io/kv";
+import { describePlacement, readPlacement, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
+import {
+  CLAIMS_BUCKET,
+  type ClaimRecord,
+  claimKey,
+  LEASE_BUCKET,
+  memberKey,
+} from "../../shared/lease/index.ts";
 import { compareVersions } from "../../shared/nats/index.ts";
 import type { CommandIo } from "./events-command.ts";
 
@@ -64,6 +71,7 @@ export async function runStatusCommand(hub: HubConnection, io: CommandIo): Promi
  */
 async function partitionLines(hub: HubConnection): Promise<string[]> {
   const lines = [`partitions: ${hub.layout.partitions} (fixed when the store was created)`];
+  const holders = await claimHolders(hub);
   for (let p = 0; p < hub.layout.partitions; p++) {
     const stream = hub.layout.stream(p);
     const info = await hub.jsm.streams.info(stream).catch(() => null);
@@ -75,8 +83,17 @@ async function partitionLines(hub: HubConnection): Promise<string[]> {
     const lag = projector
       ? `${projector.num_pending + projector.num_ack_pending} events`
       : "no projector consumer yet";
-    lines.push(`  partition ${p}: stream ${stream} leader=${leader} projector lag: ${lag}`);
+    const held =
+      hub.layout.partitions > 1
+        ? `; held by projector=${await holders(p, "projector")} indexer=${await holders(p, "indexer")}`
+        : "";
+    lines.push(`  partition ${p}: stream ${stream} leader=${leader} projector lag: ${lag}${held}`);
   }
+  const placement =
+    hub.layout.partitions > 1
+      ? await readPlacement(hub.jsm, hub.layout.streams()).catch(() => undefined)
+      : undefined;
+  if (placement) lines.push(`partition leaders per node: ${describePlacement(placement)}`);
   let indexLag: number | undefined;
   for (const stream of hub.layout.streams()) {
     const index = await hub.jsm.consumers.info(stream, "index").catch(() => null);
@@ -86,4 +103,22 @@ async function partitionLines(hub: HubConnection): Promise<string[]> {
     `index lag: ${indexLag === undefined ? "no index consumer yet (the projector service runs the indexer)" : `${indexLag} events (search index, consumer "index"${hub.layout.partitions > 1 ? " of every partition" : ""})`}`,
   );
   return lines;
+}
+
+/**
+ * Who holds a partition of a read model (docs/architecture.md, "Partition claims"): the claim's
+ * holder while its owner's member record lives, else "nobody".
+ */
+async function claimHolders(hub: HubConnection) {
+  const kvm = new Kvm(hub.nc);
+  const open = (bucket: string) => kvm.open(bucket).catch((): KV | undefined => undefined);
+  const [claims, leases] = await Promise.all([open(CLAIMS_BUCKET), open(LEASE_BUCKET)]);
+  return async (p: number, group: string): Promise<string> => {
+    const entry = await claims?.get(claimKey(group, p)).catch(() => null);
+    if (entry?.operation !== "PUT") return "nobody";
+    const claim = entry.json<ClaimRecord>();
+    if (claim.owner === "") return "nobody";
+    const member = await leases?.get(memberKey(claim.owner)).catch(() => null);
+    return member?.operation === "PUT" ? claim.holder : "nobody";
+  };
 }

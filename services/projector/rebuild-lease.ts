@@ -7,13 +7,17 @@
 
 import { hostname } from "node:os";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import type { KV } from "@nats-io/kv";
+import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import {
+  CLAIMS_BUCKET,
+  type ClaimRecord,
+  claimKey,
   createLease,
   type Lease,
   type LeaseHandlers,
+  memberKey,
   openLeaseBucket,
 } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -67,6 +71,24 @@ async function holderOf(kv: KV, key: string): Promise<string> {
 }
 
 /**
+ * At P > 1 projector replicas hold partition claims (sy_claims), not the lease key: the holder of
+ * the partition's claim while its member record lives, or undefined.
+ */
+async function claimHolderOf(deps: {
+  readonly nc: NatsConnection;
+  readonly leases: KV;
+  readonly partition: number;
+}): Promise<string | undefined> {
+  const claims = await new Kvm(deps.nc).open(CLAIMS_BUCKET).catch(() => undefined);
+  const entry = await claims?.get(claimKey(PROJECTOR_LEASE_KEY, deps.partition)).catch(() => null);
+  if (entry?.operation !== "PUT") return undefined;
+  const claim = entry.json<ClaimRecord>();
+  if (claim.owner === "") return undefined;
+  const member = await deps.leases.get(memberKey(claim.owner)).catch(() => null);
+  return member?.operation === "PUT" ? claim.holder : undefined;
+}
+
+/**
  * Takes the projector's lease, or refuses with {@link ProjectorRunningError} naming its holder.
  * The bucket is opened with the events stream's replicas: the CLI has no config file, and a hub
  * whose projector never ran has no bucket yet (the projector's own open then finds this one).
@@ -103,6 +125,14 @@ export async function takeProjectorLease(deps: {
   if (!lease.holding()) {
     await lease.stop(); // one attempt only: a rebuild does not wait in line
     throw new ProjectorRunningError(`the projector lease is held by ${await holderOf(kv, key)}`);
+  }
+  const claimHolder =
+    deps.layout.partitions > 1
+      ? await claimHolderOf({ nc: deps.nc, leases: kv, partition })
+      : undefined;
+  if (claimHolder !== undefined) {
+    await lease.stop();
+    throw new ProjectorRunningError(`partition ${partition} is claimed by ${claimHolder}`);
   }
   const held = () => lost === undefined && lease.holding();
   return {

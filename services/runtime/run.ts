@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 import { STORE_VERSION, StoreOutdatedError } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import {
@@ -18,7 +17,6 @@ import {
 } from "../../shared/hub/index.ts";
 import type { IdGenerator } from "../../shared/ids/index.ts";
 import { publishViewChanged } from "../../shared/jobs/index.ts";
-import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
@@ -26,6 +24,11 @@ import type { RunningIngress } from "../ingress/index.ts";
 import { createConsumerStats } from "./consumer-stats.ts";
 import { checkAnswerCaps } from "./limits.ts";
 import { startMonitoringServer } from "./monitoring.ts";
+import {
+  openReadModelLeases,
+  type ReadModelGroup,
+  type ReadModelLeases,
+} from "./read-model-leases.ts";
 import { createReloader, type ReloadOutcome } from "./reload.ts";
 import { startSearchIndex } from "./search-index.ts";
 
@@ -41,6 +44,8 @@ export interface RunDeps {
   readonly metrics?: HubMetrics;
   /** The first NATS connection: a countdown while the server is unreachable. */
   readonly onNatsWaiting?: (wait: ConnectWait) => void;
+  /** Spread the partition streams' leaders over the nodes at start (`switchyard setup`). */
+  readonly placeLeaders?: boolean;
   /** Spans of every service (shared/telemetry); the caller owns it and shuts it down. */
   readonly tracing?: Tracing;
 }
@@ -71,12 +76,10 @@ export async function startServices(
   deps: RunDeps,
 ): Promise<RunningHub> {
   const { config, logger } = deps;
-  const hub = await connectHub(
-    config,
-    logger,
-    services.join("+"),
-    deps.onNatsWaiting ? { onWaiting: deps.onNatsWaiting } : {},
-  );
+  const hub = await connectHub(config, logger, services.join("+"), {
+    ...(deps.onNatsWaiting ? { onWaiting: deps.onNatsWaiting } : {}),
+    ...(deps.placeLeaders ? { placeLeaders: true } : {}),
+  });
   if (hub.storeVersion < STORE_VERSION) {
     await hub.drain();
     throw new StoreOutdatedError(hub.storeVersion);
@@ -180,6 +183,11 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     });
     stoppables.push({ name: "ingress", stop: ingress.stop });
   }
+  // One lease source per process for the read models it runs: at P > 1 their partition claims
+  // share one member record.
+  const groups = readModelGroups(services, config);
+  const leases =
+    groups.length > 0 ? await openReadModelLeases({ hub, config, groups, logger }) : undefined;
   // Metrics are never on the API port: they say too much about traffic to serve to callers.
   const stats = createConsumerStats({
     jsm: hub.jsm,
@@ -194,6 +202,9 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     ready: ctx.ready,
     metrics: async () => {
       await stats.refresh();
+      for (const group of groups) {
+        metrics.partitionsHeld.set({ group }, leases?.held(group).length ?? 0);
+      }
       return metrics.expose();
     },
     logger,
@@ -218,8 +229,11 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     });
     stoppables.push({ name: "executor", stop: executor.stop });
   }
-  if (services.includes("projector")) await startProjector(ctx);
-  if (services.includes("indexer")) await ctx.search.startIndexer(stoppables);
+  if (leases && groups.includes("projector")) await startProjector(ctx, leases);
+  if (services.includes("indexer")) await ctx.search.startIndexer(stoppables, leases);
+  // After the read models: each stops its slots first (writing what it holds, releasing each
+  // claim), and the member record goes last.
+  if (leases) stoppables.push({ name: "partition claims", stop: leases.stop });
   if (services.includes("callback")) {
     const { callbackSettings, createCallbackService } = await import("../callback/index.ts");
     const callback = createCallbackService({
@@ -242,14 +256,13 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   return { ...(ingress ? { ingress } : {}), monitoring };
 }
 
-async function startProjector(ctx: PartsContext): Promise<void> {
+async function startProjector(ctx: PartsContext, leases: ReadModelLeases): Promise<void> {
   const { deps, hub, stoppables, metrics, tracing } = ctx;
   const { config, logger } = deps;
   const projectorLogger = logger.child({ component: "projector" });
   const { createProjector, PROJECTOR_LEASE_KEY } = await import("../projector/index.ts");
-  const leases = await openLeaseBucket(hub.nc, { replicas: config.nats.replicas });
-  // One projector per partition, each on its own lease: several replicas may run, and each
-  // partition is folded by the replica that holds its lease.
+  // One projector per partition, each on its own lease (at P > 1 a claim of the process's fair
+  // share): several replicas may run, and each partition is folded by the replica holding it.
   for (let partition = 0; partition < hub.layout.partitions; partition++) {
     const partitionLogger =
       hub.layout.partitions === 1 ? projectorLogger : projectorLogger.child({ partition });
@@ -261,12 +274,7 @@ async function startProjector(ctx: PartsContext): Promise<void> {
       kv: hub.views(partition),
       logger: partitionLogger,
       lingerMs: parseDuration(config.projector.linger),
-      lease: createLease({
-        kv: leases,
-        key: hub.layout.leaseKey(PROJECTOR_LEASE_KEY, partition),
-        holder: `${hostname()}/${process.pid}`,
-        logger: partitionLogger,
-      }),
+      lease: leases.lease(PROJECTOR_LEASE_KEY, partition),
       metrics,
       ...tracing,
       // Every ingress replica caches settled views: each one that changes is announced.
@@ -278,4 +286,12 @@ async function startProjector(ctx: PartsContext): Promise<void> {
   const { startAuditCheckpoints } = await import("./audit.ts");
   const checkpoints = await startAuditCheckpoints({ hub, config, clock: deps.clock, logger });
   if (checkpoints) stoppables.push({ name: "audit checkpoints", stop: checkpoints.stop });
+}
+
+/** The read models this process runs (the indexer only where the index is enabled). */
+function readModelGroups(services: readonly ServiceName[], config: Config): ReadModelGroup[] {
+  const groups: ReadModelGroup[] = [];
+  if (services.includes("projector")) groups.push("projector");
+  if (services.includes("indexer") && config.index.enabled) groups.push("indexer");
+  return groups;
 }

@@ -1,7 +1,5 @@
-import { hostname } from "node:os";
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
-import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
   type IndexStore,
@@ -9,6 +7,7 @@ import {
   readsAnswerUnavailable,
 } from "../../shared/search/index.ts";
 import { createIndexer } from "../indexer/index.ts";
+import type { ReadModelLeases } from "./read-model-leases.ts";
 import type { ServiceName } from "./run.ts";
 
 interface Stoppable {
@@ -35,8 +34,8 @@ export async function startSearchIndex(deps: {
   return {
     // The APIs read through a guard: a failing backend answers 503, the indexer sees the error.
     ingress: store ? { index: readsAnswerUnavailable(store) } : {},
-    async startIndexer(stoppables: Stoppable[]) {
-      if (!store) {
+    async startIndexer(stoppables: Stoppable[], leases: ReadModelLeases | undefined) {
+      if (!store || !leases) {
         // A warning where the indexer runs alone (a pod deployed for nothing), a note in `up`.
         const level = deps.services.length === 1 ? "warn" : "info";
         deps.logger[level](
@@ -47,7 +46,6 @@ export async function startSearchIndex(deps: {
       }
       const logger = deps.logger.child({ component: "indexer" });
       const { layout } = deps.hub;
-      const leases = await openLeaseBucket(deps.hub.nc, { replicas: config.nats.replicas });
       // One indexer per partition, each on its own lease and with its own position in the store.
       for (let partition = 0; partition < layout.partitions; partition++) {
         const partitionLogger = layout.partitions === 1 ? logger : logger.child({ partition });
@@ -60,13 +58,8 @@ export async function startSearchIndex(deps: {
           logger: partitionLogger,
           lingerMs: parseDuration(config.index.linger),
           retentionMs: parseDuration(config.nats.events_max_age),
-          // One writer per partition at a time: replicas stand by on the partition's lease.
-          lease: createLease({
-            kv: leases,
-            key: layout.leaseKey("indexer", partition),
-            holder: `${hostname()}/${process.pid}`,
-            logger: partitionLogger,
-          }),
+          // One writer per partition at a time: the partition's lease (at P > 1 a claim).
+          lease: leases.lease("indexer", partition),
         });
         await indexer.start();
         stoppables.push({ name: `indexer p${partition}`, stop: indexer.stop });

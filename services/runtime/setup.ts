@@ -32,7 +32,8 @@ export async function setupTopology(deps: SetupDeps): Promise<void> {
     index: { ...deps.config.index, enabled: false },
     audit,
   };
-  const running = await startServices(SERVICE_NAMES, { ...deps, config });
+  // Setup also spreads the partition streams' leaders over the cluster's nodes.
+  const running = await startServices(SERVICE_NAMES, { ...deps, config, placeLeaders: true });
   await running.stop();
   deps.logger.info("setup done: streams, buckets and consumers are in place");
 }

@@ -5,6 +5,7 @@ export * from "./errors.ts";
 export * from "./js-errors.ts";
 export * from "./meta-secret.ts";
 export * from "./owned-durable-pump.ts";
+export * from "./placement.ts";
 export * from "./store-partitions.ts";
 export * from "./store-version.ts";
 export * from "./stream-reader.ts";

@@ -91,7 +91,7 @@ export async function ensureTopology<L extends PartitionNames>(
     readonly partitions: number;
     readonly layoutOf: (partitions: number) => L;
   },
-): Promise<{ layout: L; views: KV[]; meta: KV; storeVersion: number }> {
+): Promise<{ layout: L; views: KV[]; meta: KV; storeVersion: number; created: boolean }> {
   const kvm = new Kvm(nc);
   // The meta bucket, the version mark and the partition count come before the streams, so a store
   // with a stream and no mark is one an older version wrote, never a new one half set up.
@@ -127,5 +127,6 @@ export async function ensureTopology<L extends PartitionNames>(
       }),
     );
   }
-  return { layout, views, meta, storeVersion: found === "fresh" ? STORE_VERSION : found };
+  const created = found === "fresh";
+  return { layout, views, meta, storeVersion: created ? STORE_VERSION : found, created };
 }

@@ -8,11 +8,14 @@ import { type KV, Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import {
   checkPartitions,
+  describePlacement,
   ensureTopology,
   isJsError,
   readStorePartitions,
   readStoreVersion,
   STORE_VERSION,
+  spreadLeaders,
+  streamsToStepDown,
   TOPOLOGY,
 } from "../bus/index.ts";
 import { type Config, parseDuration } from "../config/index.ts";
@@ -91,6 +94,11 @@ export interface ConnectOptions {
    * instead of refusing one that differs from nats.partitions (auditors need no config).
    */
   readonly partitionsFromStore?: boolean;
+  /**
+   * Spread the partition streams' leaders over the nodes even on a store that exists (`switchyard
+   * setup`); a store created by this connection is always spread.
+   */
+  readonly placeLeaders?: boolean;
   /** Called before each retry of the first connection. */
   readonly onWaiting?: (wait: ConnectWait) => void;
 }
@@ -230,6 +238,10 @@ export async function connectHub(
     { server: nc.info?.version, replicas: config.nats.replicas, partitions: layout.partitions },
     "nats connected, topology ready",
   );
+  const created = "created" in opened && opened.created;
+  if (manage && layout.partitions > 1 && (created || options.placeLeaders === true)) {
+    await placeLeaders({ nc, jsm, streams: layout.streams(), logger });
+  }
   return {
     nc,
     js,
@@ -266,4 +278,26 @@ export async function connectHub(
       });
     },
   };
+}
+
+/**
+ * Spreads the partition streams' leaders (docs/deploy.md, "Where partition leaders run") and says
+ * where they ended; a placement that stays unbalanced is a warning, never a refusal.
+ */
+async function placeLeaders(deps: {
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  readonly streams: readonly string[];
+  readonly logger: Logger;
+}): Promise<void> {
+  const { placement, stepDowns } = await spreadLeaders(deps).catch((err: unknown) => {
+    deps.logger.warn({ err: (err as Error).message }, "partition leaders not placed");
+    return { placement: undefined, stepDowns: 0 };
+  });
+  if (placement === undefined) return;
+  const balanced = streamsToStepDown(placement).length === 0;
+  deps.logger[balanced ? "info" : "warn"](
+    { leaders: Object.fromEntries(placement.leaders), step_downs: stepDowns },
+    `partition stream leaders: ${describePlacement(placement)}`,
+  );
 }

@@ -35,6 +35,8 @@ export interface HubMetrics {
   readonly callbackLatency: Histogram<"route" | "outcome">;
   /** Jobs this executor process is running, by route. */
   readonly executorInFlight: Gauge<"route">;
+  /** Partitions of a read model (projector, indexer) this process holds now. */
+  readonly partitionsHeld: Gauge<"group">;
   /** 1 for each service this process runs (alerts on a service nobody runs). */
   readonly serviceInfo: Gauge<"service">;
   expose(): Promise<{ contentType: string; body: string }>;
@@ -112,6 +114,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): HubMe
       name: "switchyard_consumer_redelivered",
       help: "Messages redelivered at least once and still pending acknowledgement",
       labelNames: ["stream", "consumer"],
+      registers,
+    }),
+    partitionsHeld: new Gauge({
+      name: "switchyard_partitions_held",
+      help: "Partitions of a read model (group: projector, indexer) this process holds now",
+      labelNames: ["group"],
       registers,
     }),
     streamMessages: new Gauge({

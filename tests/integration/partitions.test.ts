@@ -242,7 +242,7 @@ describe("a hub of 4 partitions", () => {
       for (let p = 0; p < P; p++) {
         expect(status.stdout).toMatch(
           new RegExp(
-            `partition ${p}: stream SWITCHYARD_EVENTS_P${p} leader=\\S+ projector lag: \\d+ events`,
+            `partition ${p}: stream SWITCHYARD_EVENTS_P${p} leader=\\S+ projector lag: \\d+ events; held by projector=\\S+/${process.pid} indexer=`,
           ),
         );
       }
@@ -286,6 +286,14 @@ describe("a hub of 4 partitions", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  test("/metrics: the one process holds every partition of the projector and the indexer", async () => {
+    const text = await waitFor("every partition held", async () => {
+      const body = await (await fetch(`${hub.running.monitoring.url}/metrics`)).text();
+      return body.includes(`switchyard_partitions_held{group="projector"} ${P}`) ? body : undefined;
+    });
+    expect(text).toContain(`switchyard_partitions_held{group="indexer"} ${P}`);
   });
 
   test("a start with another nats.partitions is refused, naming the key and both counts", async () => {
