@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
+import { restartablePort } from "./ports.ts";
 import { waitFor } from "./wait.ts";
 
 /** What a node's monitoring endpoint (/jsz) says about the JetStream meta group. */
@@ -72,18 +72,8 @@ export interface StartNatsClusterOptions {
 }
 
 /** Asks the kernel for a free loopback port (there is a short race until the server binds it). */
-export async function freePort(): Promise<number> {
-  return await new Promise<number>((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => (port > 0 ? resolve(port) : reject(new Error("no free port"))));
-    });
-  });
-}
+/** A free loopback port a node keeps across its restarts (below the ephemeral range). */
+export const freePort = restartablePort;
 
 interface NodeState {
   readonly name: string;

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ConnectionOptions, connect, type NatsConnection } from "@nats-io/transport-node";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
+import { restartablePort } from "./ports.ts";
 import { waitFor } from "./wait.ts";
 
 export interface TestNats extends AsyncDisposable {
@@ -44,6 +45,8 @@ export async function startNats(options: StartNatsOptions = {}): Promise<TestNat
   const jetstreamInConfig = options.jetstreamInConfig ?? false;
   let server = await startNatsServer({
     storeDir,
+    // A restart reuses the port: one outside the ephemeral range stays free while it is down.
+    port: await restartablePort(),
     args: options.args ?? [],
     env,
     jetstreamInConfig,
