@@ -57,6 +57,7 @@ export async function openReadModelLeases(deps: {
   }
   const claims = createPartitionClaims({
     leases,
+    jsm: hub.jsm,
     claims: await openClaimsBucket(hub.nc, { replicas }),
     groups: Object.fromEntries(deps.groups.map((group) => [group, P])),
     holder,

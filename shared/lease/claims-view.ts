@@ -148,6 +148,10 @@ export function createClaimsWatch(deps: {
       members.delete(member);
     },
     claim: (key: string) => claims.get(key),
+    /** The claims the bucket names `member` as owner of, by key. */
+    ownedBy(member: string): [string, SeenClaim][] {
+      return [...claims].filter(([, seen]) => seen.owner === member);
+    },
     /** Members of `group` seen renewing within `goneAfterMs`, sorted; the others are dropped. */
     liveMembers(group: string): string[] {
       const cutoff = Date.now() - deps.goneAfterMs;

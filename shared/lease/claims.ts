@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../log/index.ts";
@@ -12,6 +13,7 @@ import {
 } from "./claims-view.ts";
 // Read at call time only: index.ts re-exports this module.
 import {
+  LEASE_BUCKET,
   LEASE_TTL_MS,
   type Lease,
   type LeaseHandlers,
@@ -76,6 +78,12 @@ const GROUP_NAME = /^[A-Za-z0-9_-]+$/;
  */
 export function createPartitionClaims(deps: {
   readonly leases: KV;
+  /**
+   * Reads a member record from the lease stream's leader before its claims are taken over. A
+   * KV get is a direct get, which any replica may answer: one that is behind (a node just
+   * restarted) has every member record expired, and would make live members look gone.
+   */
+  readonly jsm: JetStreamManager;
   readonly claims: KV;
   /** P per group: "projector" → 16 makes partitions 0 … 15 of the projector's group. */
   readonly groups: Readonly<Record<string, number>>;
@@ -223,6 +231,25 @@ export function createPartitionClaims(deps: {
       );
   };
 
+  /**
+   * Claims the bucket names this member for that it does not hold are freed: a release whose
+   * write failed, or a lead that failed while the claim's store was away. Left as they are, the
+   * member counts them as its own share and nobody else takes them (the owner lives).
+   */
+  const freeOrphans = async () => {
+    for (const [key, seen] of watch.ownedBy(member)) {
+      if (held.has(key)) continue;
+      const value: ClaimRecord = { owner: "", holder: "", epoch: seen.epoch };
+      try {
+        const revision = await deps.claims.update(key, JSON.stringify(value), seen.revision);
+        watch.noteClaim(key, { revision, epoch: seen.epoch, owner: undefined });
+        logger.info(log(key), "claim held by nobody freed");
+      } catch {
+        // Changed meanwhile (the watch tells), or the store is away: tried again next tick.
+      }
+    }
+  };
+
   /** Partitions claimed over this process's head (its record lapsed) are stood down. */
   const reconcile = async () => {
     for (const [key, mine] of [...held]) {
@@ -267,12 +294,18 @@ export function createPartitionClaims(deps: {
   async function decideAll() {
     if (stopped || memberRevision === 0) return;
     await reconcile();
+    await freeOrphans();
     // One read per owner per decision, however many of its partitions are up for taking.
     const gone = new Map<string, Promise<boolean>>();
     const ownerGone = (owner: string) => {
       let answer = gone.get(owner);
       if (answer === undefined) {
-        answer = deps.leases.get(memberKey(owner)).then((e) => e === null || e.operation !== "PUT");
+        answer = deps.jsm.streams
+          .getMessage(`KV_${LEASE_BUCKET}`, {
+            last_by_subj: `$KV.${LEASE_BUCKET}.${memberKey(owner)}`,
+          })
+          // A PUT carries no operation header; a delete or purge marker (DEL, PURGE) does.
+          .then((m) => m === null || (m.header?.get("KV-Operation") ?? "") !== "");
         gone.set(owner, answer);
       }
       return answer;

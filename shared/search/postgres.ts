@@ -21,13 +21,26 @@ import {
   WRITTEN_SEQ_BACKFILL,
 } from "./sql.ts";
 import { pageOf } from "./sqlite.ts";
-import type { IndexStore, IndexWrite, StoredPosition } from "./types.ts";
+import type { CountDelta, IndexStore, IndexWrite, StoredPosition } from "./types.ts";
 import { IndexFencedError, indexKey } from "./types.ts";
 
 /** Rows per INSERT statement: 12 parameters each, well below PostgreSQL's 65,535. */
 const ROWS_PER_STATEMENT = 500;
 
 type Tx = { unsafe(sql: string, params?: unknown[]): Promise<unknown[]> };
+
+/** One order of the count rows' key: every writer locks them in this order. */
+function compareCountKeys(a: CountDelta, b: CountDelta): number {
+  const left = [a.kind, a.clientId, a.route, a.status];
+  const right = [b.kind, b.clientId, b.route, b.status];
+  if (a.minute !== b.minute) return a.minute - b.minute;
+  for (let i = 0; i < left.length; i++) {
+    const l = left[i] as string;
+    const r = right[i] as string;
+    if (l !== r) return l < r ? -1 : 1;
+  }
+  return 0;
+}
 
 async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
   // Row-locks the owner record: a concurrent claim waits for this transaction, and a write of an
@@ -50,10 +63,13 @@ async function writeRows(tx: Tx, write: IndexWrite): Promise<void> {
       params.values,
     );
   }
-  // One statement may not touch a row twice: the deltas arrive summed per key (indexer).
-  for (let i = 0; i < write.counts.length; i += ROWS_PER_STATEMENT) {
+  // One statement may not touch a row twice: the deltas arrive summed per key (indexer). The
+  // partitions' indexers share the count rows (same client, route and minute): each takes their
+  // row locks in one order, or two transactions locking them crosswise deadlock.
+  const counts = [...write.counts].sort(compareCountKeys);
+  for (let i = 0; i < counts.length; i += ROWS_PER_STATEMENT) {
     const params = new Params("postgres");
-    const tuples = write.counts
+    const tuples = counts
       .slice(i, i + ROWS_PER_STATEMENT)
       .map((c) => `(${params.list([c.kind, c.minute, c.clientId, c.route, c.status, c.delta])})`);
     await tx.unsafe(

@@ -61,6 +61,16 @@ function countingServer(answer: () => Response) {
   return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
 }
 
+/** The lines a process logged at warn (40) or above, the last 40. */
+function printWarnings(name: string, output: string): void {
+  const lines = output
+    .split("\n")
+    .filter((line) => /"level":(4|5|6)0/.test(line) || line.startsWith("---"));
+  if (lines.length === 0) return;
+  process.stderr.write(`--- ${name}: ${lines.length} lines at warn or above, the last 40\n`);
+  process.stderr.write(`${lines.slice(-40).join("\n")}\n`);
+}
+
 /** Every job of the fault client in GET /jobs, paged to the end: job id → status. */
 async function listed(base: string): Promise<Map<string, string>> {
   const jobs = new Map<string, string>();
@@ -101,6 +111,7 @@ test("P = 4 on a three-node R3 cluster, every service replicated: a projector, a
     extra: `index: { backend: postgres, postgres_url: "${db.url}", linger: 50ms }`,
   });
   await using procs = await hubProcs(yaml, natsUrl);
+  let passed = false;
   try {
     // The first process creates the store and spreads the partition leaders; the rest join, one
     // at a time (thirteen creating their consumers at once time out on a loaded R3 cluster).
@@ -247,13 +258,24 @@ test("P = 4 on a three-node R3 cluster, every service replicated: a projector, a
       env: { ...process.env, SWITCHYARD_CONFIG: procs.configPath, NATS_URL: natsUrl },
     });
     const out = verify.stdout.toString();
+    if (verify.exitCode !== 0)
+      process.stderr.write(`cluster partitions: audit verify said\n${out}`);
     expect(verify.stderr.toString()).toBe("");
     expect(out.match(/ 0 divergences/g)?.length ?? 0).toBeGreaterThanOrEqual(P);
     expect(verify.exitCode).toBe(0);
     process.stderr.write(
       `cluster partitions: ${jobIds.length} runs, processes up ${Math.round((startedAllAt - startedAt) / 1000)} s, load done ${Math.round((loadDoneAt - startedAt) / 1000)} s, whole test ${Math.round((performance.now() - startedAt) / 1000)} s, 503s seen ${load.refusals.length}, POSTs repeated ${postedAgain}, callbacks repeated ${calledAgain}\n`,
     );
+    passed = true;
   } finally {
+    // On a failure, what each service logged at warn and above names the cause.
+    if (!passed) {
+      for (const name of REPLICAS) {
+        printWarnings(name, procs.output(name));
+        const dump = process.env.FAULTS_DUMP_DIR;
+        if (dump) await Bun.write(join(dump, `${name}.log`), procs.output(name));
+      }
+    }
     executor.stop();
     receiver.stop();
     await nc.close();

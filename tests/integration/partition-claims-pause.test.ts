@@ -5,6 +5,7 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import {
   createPartitionClaims,
@@ -58,6 +59,7 @@ test("a frozen holder stands down before another member takes its partitions", a
   const nc = await connect({ servers: nats.url });
   const b = createPartitionClaims({
     leases: await openLeaseBucket(nc, { replicas: 1 }),
+    jsm: await jetstreamManager(nc),
     claims: await openClaimsBucket(nc, { replicas: 1 }),
     groups: { counter: P },
     holder: "b",

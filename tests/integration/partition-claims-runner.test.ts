@@ -102,6 +102,7 @@ async function member(url: string, writer: string, stores: PartitionStore[]): Pr
   const jsm = await jetstreamManager(nc);
   const claims = createPartitionClaims({
     leases: await openLeaseBucket(nc, { replicas: 1 }),
+    jsm: await jetstreamManager(nc),
     claims: await openClaimsBucket(nc, { replicas: 1 }),
     groups: { counter: P },
     holder: writer,

@@ -5,6 +5,7 @@
  * without one Violation in the server's log; neither may write the other's claims.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import {
   createPartitionClaims,
@@ -37,6 +38,7 @@ async function member(role: "projector" | "indexer"): Promise<PartitionClaims> {
   const nc = await connectAs(role);
   const claims = createPartitionClaims({
     leases: await openLeaseBucket(nc, { replicas: 1 }),
+    jsm: await jetstreamManager(nc),
     claims: await openClaimsBucket(nc, { replicas: 1 }),
     groups: { [role]: P },
     holder: `${role}-test`,
