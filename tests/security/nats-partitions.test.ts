@@ -12,6 +12,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { exportPKCS8, generateKeyPair } from "jose";
 import { runAuditVerify } from "../../services/cli/audit-command.ts";
 import { runEventsCommand } from "../../services/cli/events-command.ts";
+import { runStatusCommand } from "../../services/cli/status-command.ts";
 import { type RunningHub, type ServiceName, startServices } from "../../services/runtime/run.ts";
 import { setupTopology } from "../../services/runtime/setup.ts";
 import { hashToken } from "../../shared/auth/index.ts";
@@ -258,6 +259,24 @@ describe(`every service under its own NATS user on a hub of ${P} partitions`, ()
     expect(code).toBe(0);
     expect(out).toContain("run.requested");
     expect(out).toContain("job.done");
+  });
+
+  test("switchyard status with the auditor's credential names who holds each partition", async () => {
+    let out = "";
+    const code = await runStatusCommand(await connectAs("auditor"), {
+      stdout: (t) => {
+        out += t;
+      },
+      stderr: () => {},
+    });
+    expect(code).toBe(0);
+    for (let p = 0; p < P; p++) {
+      expect(out).toMatch(
+        new RegExp(
+          `partition ${p}: stream ${layout.stream(p)} .*held by projector=\\S+/\\d+ indexer=\\S+/\\d+`,
+        ),
+      );
+    }
   });
 
   test("no server log line reports a permissions violation of the services", () => {

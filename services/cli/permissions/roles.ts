@@ -5,6 +5,7 @@
  */
 import { DISPATCH_BUCKET } from "../../../shared/dispatch/index.ts";
 import { VIEW_NOTICE_SUBJECT_ROOT } from "../../../shared/jobs/index.ts";
+import { CLAIMS_BUCKET, LEASE_BUCKET } from "../../../shared/lease/index.ts";
 import {
   CALLBACK_QUEUE_STREAM,
   CALLBACK_QUEUE_SUBJECT_ROOT,
@@ -202,10 +203,20 @@ function auditor(n: Names): RoleBlock {
           [`${API}.CONSUMER.MSG.NEXT.${kv(bucket)}.*`],
         ];
       }),
+      ...partitionHolders(n),
     ],
     subscribe: [inbox("auditor")],
   };
 }
+
+/** At P > 1, who holds each partition (`switchyard status`): the claims and member records. */
+const partitionHolders = (n: Names): Line[] =>
+  n.layout.partitions === 1
+    ? []
+    : [
+        "who holds each partition (switchyard status): the claims and the member records",
+        [...kvReads(CLAIMS_BUCKET), ...kvReads(LEASE_BUCKET)],
+      ];
 
 /** Every role but the admin, in the file's order. */
 export function roleBlocks(n: Names): RoleBlock[] {
