@@ -64,6 +64,16 @@ describe("switchyard permissions", () => {
     expect(check.code).toBe(0);
   });
 
+  test("--partitions 256: still a valid file, with a note that it outgrows a ConfigMap", async () => {
+    const out = join(dir, "p256.conf");
+    const run = await cli(["--partitions", "256", "--out", out]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain("more than a Kubernetes ConfigMap or Secret holds (1 MiB)");
+    expect(natsCheck(out).code).toBe(0);
+    const small = await cli(["--partitions", "16", "--out", join(dir, "p16.conf")]);
+    expect(small.stderr).not.toContain("ConfigMap");
+  });
+
   test("without --partitions: nats.partitions of the config file, read without its secrets", async () => {
     const config = join(dir, "switchyard.yaml");
     await Bun.write(
