@@ -7,7 +7,14 @@
 import { type CommandSpec, parseCommand, UsageError } from "./args.ts";
 import { endWhenReaderGoes, exitWhenFlushed } from "./exit.ts";
 import { isOperatorCommand, runOperatorCommand } from "./operator-command.ts";
-import { AUDIT_VERIFY_OPTIONS, EVENTS_OPTIONS, SERVICE_NAMES } from "./options.ts";
+import {
+  AUDIT_VERIFY_OPTIONS,
+  EVENTS_OPTIONS,
+  EVENTS_USAGE,
+  PERMISSIONS_OPTIONS,
+  PERMISSIONS_USAGE,
+  SERVICE_NAMES,
+} from "./options.ts";
 
 // Everything else loads on use: --help and usage errors answer without starting the services.
 type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -18,6 +25,7 @@ const USAGE = `usage: switchyard <command> [--help]
   up                          run every service in one process (embedded nats-server if NATS_URL is unset)
   serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
   setup                       create or update streams, buckets and consumers (the admin's NATS credential)
+  permissions [--partitions P] [--out file]   the NATS users and permissions (permissions.conf) for P partitions
   token new <id> [--operator] print a new client (or operator) token once, and the hash for the config
   projector rebuild           recreate the job view from the event stream (refused while a projector runs)
   migrate                     bring a store written by Switchyard 0.1 to this version (stop 0.1 first)
@@ -59,6 +67,7 @@ const SPECS = {
     usage:
       "usage: switchyard setup\n\n  creates or updates every stream, bucket and durable consumer with the config's NATS credential (the admin role), so services with nats.manage_topology: false can start (needs the config file)",
   },
+  permissions: { usage: PERMISSIONS_USAGE, options: PERMISSIONS_OPTIONS },
   "token new": {
     usage:
       "usage: switchyard token new <id> [--operator]\n\n  prints a new random token once, and the SHA-256 for clients[].token_sha256\n  --operator  for operators[].token_sha256 (implied by an id with '.' or '@', which only operators may have)",
@@ -75,19 +84,7 @@ const SPECS = {
     positionals: { min: 1, max: 1 },
   },
   events: {
-    usage: `usage: switchyard events [options]
-
-  the event stream as NDJSON, one {"seq", "subject", "time", "event"} per line (or a table), then stop
-  --job <job_id>         one job's events (job_…)
-  --client <client_id>   one client's events
-  --type <event type>    one type, e.g. run.requested, job.done, job.error, callback.delivered
-  --since <time>         events that occurred at or after an RFC 3339 time, e.g. 2026-11-01T00:00:00Z
-  --until <time>         events that occurred at or before an RFC 3339 time
-  --from-seq <n>         start at stream sequence n (resume an export: the last line's seq + 1)
-  --partition <p>        one partition's stream (a hub of several partitions; default: all, by time)
-  --limit <n>            stop after n events
-  --follow               keep printing new events until Ctrl-C
-  --pretty               a table for people instead of NDJSON (a run's input is left out)`,
+    usage: EVENTS_USAGE,
     options: EVENTS_OPTIONS,
   },
   "audit verify": {
@@ -261,6 +258,11 @@ async function run(name: CommandName, args: string[], parsed: ParsedArgs): Promi
     case "setup":
       await (await import("./run-commands.ts")).setup(env);
       return 0;
+    case "permissions": {
+      const { runPermissionsCommand } = await import("./permissions-command.ts");
+      const { partitions, out } = parsed.values as { partitions?: string; out?: string };
+      return runPermissionsCommand({ partitions, out }, { ...stdio, env });
+    }
     case "token new":
       return tokenNew(positionals[0] as string, parsed.values.operator === true);
     case "projector rebuild":

@@ -18,6 +18,20 @@ export const EVENTS_OPTIONS = {
   pretty: { type: "boolean", default: false },
 } as const;
 
+export const EVENTS_USAGE = `usage: switchyard events [options]
+
+  the event stream as NDJSON, one {"seq", "subject", "time", "event"} per line (or a table), then stop
+  --job <job_id>         one job's events (job_…)
+  --client <client_id>   one client's events
+  --type <event type>    one type, e.g. run.requested, job.done, job.error, callback.delivered
+  --since <time>         events that occurred at or after an RFC 3339 time, e.g. 2026-11-01T00:00:00Z
+  --until <time>         events that occurred at or before an RFC 3339 time
+  --from-seq <n>         start at stream sequence n (resume an export: the last line's seq + 1)
+  --partition <p>        one partition's stream (a hub of several partitions; default: all, by time)
+  --limit <n>            stop after n events
+  --follow               keep printing new events until Ctrl-C
+  --pretty               a table for people instead of NDJSON (a run's input is left out)`;
+
 /** `switchyard audit verify` */
 export const AUDIT_VERIFY_OPTIONS = {
   "public-key": { type: "string" },
@@ -29,3 +43,19 @@ export const AUDIT_VERIFY_OPTIONS = {
 
 /** The services `switchyard serve` runs (services/runtime/run.ts SERVICE_NAMES). */
 export const SERVICE_NAMES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
+
+/** `switchyard permissions` */
+export const PERMISSIONS_OPTIONS = {
+  /** The hub's nats.partitions (default: the config file's, else 1). */
+  partitions: { type: "string" },
+  /** Write the file here instead of stdout. */
+  out: { type: "string" },
+} as const;
+
+export const PERMISSIONS_USAGE = `usage: switchyard permissions [--partitions <P>] [--out <file>]
+
+  prints the NATS users and permissions (permissions.conf: one user per role, least privilege) for
+  a hub of P partitions; deploy/nats/permissions.conf is its output for P = 1
+  --partitions <P>   the hub's nats.partitions, 1 to 256 (default: nats.partitions of the config
+                     file, SWITCHYARD_CONFIG or ./switchyard.yaml; 1 without a config file)
+  --out <file>       write the file there instead of stdout`;

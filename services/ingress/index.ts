@@ -43,6 +43,7 @@ export type { IngressPlugins } from "./app.ts";
 export { createAuthenticator } from "./auth.ts";
 export { buildOpenApiDocument } from "./openapi.ts";
 export { RunRequestSchema, validateRunRequest } from "./run-request.ts";
+export { RATE_BUCKET } from "./shared-rate-limit.ts";
 
 export interface IngressDeps {
   readonly hub: HubConnection;

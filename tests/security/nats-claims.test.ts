@@ -1,5 +1,5 @@
 /**
- * Partition claims under deploy/nats/permissions.conf (nats-server 2.9.10, one user per role):
+ * Partition claims under `switchyard permissions --partitions 4` (nats-server 2.9.10, one user per role):
  * the projector and the indexer users each renew a member record in sy_leases and claim their own
  * group's partitions in sy_claims, both buckets made by the admin as `switchyard setup` does,
  * without one Violation in the server's log; neither may write the other's claims.
@@ -51,7 +51,7 @@ async function member(role: "projector" | "indexer"): Promise<PartitionClaims> {
 }
 
 beforeAll(async () => {
-  roles = await startRoleNats();
+  roles = await startRoleNats({ partitions: P });
   // What setup makes with the admin credential: the roles may only bind to them.
   const admin = await connectAs("admin");
   await openLeaseBucket(admin, { replicas: 1 });

@@ -1,24 +1,18 @@
 /**
- * A nats-server 2.9.10 configured with deploy/nats/permissions.conf (one user per role) and
- * mutual TLS, for the least-privilege tests. Passwords are random per server.
+ * A nats-server 2.9.10 configured with deploy/nats/permissions.conf (one user per role), or with
+ * `switchyard permissions --partitions P`'s output for a hub of P partitions, and mutual TLS, for
+ * the least-privilege tests. Passwords are random per server.
  */
 import { randomBytes } from "node:crypto";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { NATS_ROLES, natsPermissions } from "../../services/cli/permissions/render.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 import { makeTestPki, type TestPki } from "../helpers/tls.ts";
 
-export const ROLES = [
-  "admin",
-  "ingress",
-  "projector",
-  "indexer",
-  "executor",
-  "callback",
-  "worker",
-  "auditor",
-] as const;
+/** The users of permissions.conf, as the generator writes them. */
+export const ROLES = NATS_ROLES;
 export type Role = (typeof ROLES)[number];
 
 /** HTTP and health/metrics ports of a test's services: loopback, chosen by the system. */
@@ -41,6 +35,8 @@ export interface RoleNats extends AsyncDisposable {
 export interface RoleNatsOptions {
   /** More environment for the server (passwords of users a test adds later). */
   readonly env?: Readonly<Record<string, string>>;
+  /** The users of a hub of this many partitions (generated); default the committed P = 1 file. */
+  readonly partitions?: number;
 }
 
 export async function startRoleNats(options: RoleNatsOptions = {}): Promise<RoleNats> {
@@ -54,7 +50,11 @@ export async function startRoleNats(options: RoleNatsOptions = {}): Promise<Role
   Object.assign(env, options.env);
   const conf = join(dir, "server.conf");
   // nats-server resolves an include relative to the including file, as a ConfigMap mounts both.
-  await copyFile(PERMISSIONS_CONF, join(dir, "permissions.conf"));
+  if (options.partitions === undefined) {
+    await copyFile(PERMISSIONS_CONF, join(dir, "permissions.conf"));
+  } else {
+    await writeFile(join(dir, "permissions.conf"), natsPermissions(options.partitions));
+  }
   await writeFile(
     conf,
     `tls {
