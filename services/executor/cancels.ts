@@ -24,16 +24,29 @@ import { webhookHeaders } from "../../shared/webhooks/index.ts";
 
 /** Per-job abort signals of the work this process is doing (builtins, HTTP attempts). */
 export interface CancelSignals {
-  /** A signal aborted when the job is cancelled; release it when the work ends. */
+  /**
+   * A signal aborted when the job is cancelled (already aborted when its cancel came first);
+   * release it when the work ends.
+   */
   track(jobId: string): { readonly signal: AbortSignal; release(): void };
   abort(jobId: string): void;
 }
 
+/**
+ * Cancelled jobs remembered for work that starts after the notice: a cancel appended between the
+ * executor's admission check and the work's `track` would otherwise reach nothing. A cancelled job
+ * never runs again (a retry is a new job), so the newest few thousand are enough.
+ */
+const REMEMBERED_CANCELS = 4_096;
+
 export function createCancelSignals(): CancelSignals {
   const running = new Map<string, Set<AbortController>>();
+  /** Insertion-ordered: the oldest is dropped first. */
+  const cancelled = new Set<string>();
   return {
     track(jobId) {
       const controller = new AbortController();
+      if (cancelled.has(jobId)) controller.abort();
       let set = running.get(jobId);
       if (set === undefined) {
         set = new Set();
@@ -49,6 +62,10 @@ export function createCancelSignals(): CancelSignals {
       };
     },
     abort(jobId) {
+      cancelled.add(jobId);
+      if (cancelled.size > REMEMBERED_CANCELS) {
+        cancelled.delete(cancelled.values().next().value as string);
+      }
       for (const controller of running.get(jobId) ?? []) controller.abort();
     },
   };

@@ -28,6 +28,7 @@ export const builtinKind: ExecutorKind = {
         );
         // A cancelled job is final already: stop sleeping, write nothing.
         cancel.signal.addEventListener("abort", () => end("cancelled"), { once: true });
+        if (cancel.signal.aborted) end("cancelled");
       });
 
     return {
