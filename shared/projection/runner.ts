@@ -23,6 +23,12 @@ import {
 } from "./read-model.ts";
 import { createRounds, FENCED_PAUSE_MS } from "./rounds.ts";
 
+/**
+ * How long a fenced runner waits before it leads again (if it still holds the lease): longer than
+ * a claim's loser takes to see the claim and stand down (its next renewal, 1 s).
+ */
+const FENCED_LEAD_AGAIN_MS = 2_000;
+
 export interface ProjectionRunnerDeps<State> {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
@@ -127,10 +133,14 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         failures = 0;
       } catch (err) {
         if (err instanceof ProjectionFencedError) {
-          logger.error({ ...log, err: err.message }, `${model.name} stopped: fenced`);
+          logger.warn(
+            { ...log, err: err.message, retry_ms: FENCED_LEAD_AGAIN_MS },
+            `${model.name} fenced; leads again if it still holds the lease`,
+          );
           running = false;
           queue = [];
           rounds.drop();
+          leadAgainInTurn();
           break;
         }
         // Whatever a round throws, the loop goes on (held work stays held, nothing is acked);
@@ -188,6 +198,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         retakeInTurn();
       },
     });
+    watchDeletion(stream);
     pump.done.catch((err: unknown) => {
       // The iterator threw (its connection closed under it): nothing more would come while this
       // process keeps the lease, so it takes the durable again unless it is stopping.
@@ -195,6 +206,24 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
       if (running && !stopped) retakeInTurn();
     });
     logger.info({ ...log, linger_ms: pace.lingerMs, from_seq: fromSeq }, `${model.name} started`);
+  };
+
+  /**
+   * Another process recreated the durable (it leads too: a claim both won, or it is stale): the
+   * pull of this one ends and nats.js would find the new consumer only after missed heartbeats,
+   * tens of seconds later. It takes the durable again now (if it still leads).
+   */
+  const watchDeletion = (stream: ConsumerMessages) => {
+    void (async () => {
+      for await (const status of stream.status()) {
+        if (status.type !== "consumer_deleted") continue;
+        if (messages === stream && running && !stopped) {
+          logger.warn(log, `the ${durable}'s durable was deleted under it; taking it again`);
+          retakeInTurn();
+        }
+        return;
+      }
+    })().catch(() => undefined);
   };
 
   /**
@@ -248,6 +277,33 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   const lead = async () => {
     await model.open(fence);
     await consume();
+  };
+
+  /**
+   * After a fence: another writer took the model's store. When this process was the stale one it
+   * has lost the lease by now and does nothing. When it still holds the lease, the other was the
+   * stale one (two members both won a claim's compare-and-set: nats-server before 2.9.21 checks
+   * the expected sequence before the raft proposal, nats-server#4320; the loser stands down once it
+   * sees the claim), so it opens the model again, taking the store back.
+   */
+  const leadAgain = async () => {
+    await halt(false);
+    await Bun.sleep(FENCED_LEAD_AGAIN_MS);
+    await retryWhile({
+      step: lead,
+      keepTrying: () => !stopped && leading(),
+      onError: (err, retryMs) =>
+        logger.error(
+          { ...log, err: err.message, retry_ms: retryMs },
+          `${model.name} could not lead again; retrying`,
+        ),
+    });
+  };
+
+  const leadAgainInTurn = () => {
+    serially(leadAgain).catch((err: unknown) => {
+      logger.error({ ...log, err: (err as Error).message }, `${model.name} lead again failed`);
+    });
   };
 
   return {

@@ -11,7 +11,12 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { EVENT_SUBJECT_ROOT, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
 import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
-import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
+import {
+  createLease,
+  type Lease,
+  type LeaseHandlers,
+  openLeaseBucket,
+} from "../../shared/lease/index.ts";
 import {
   createProjectionRunner,
   type Fence,
@@ -109,6 +114,8 @@ async function runner(options: {
   readonly writer: string;
   readonly lingerMs: number;
   readonly ackWaitMs?: number;
+  /** Instead of a real lease on the bucket. */
+  readonly lease?: Lease;
 }) {
   const { nc, store, writer, lingerMs } = options;
   const logger = captureLogger().logger;
@@ -124,12 +131,14 @@ async function runner(options: {
       stream: SINGLE_PARTITION_LAYOUT.stream(0),
       durable: "throwaway-counter",
       filterSubject: SINGLE_PARTITION_LAYOUT.filters.all(0),
-      lease: createLease({
-        kv: await openLeaseBucket(nc, { replicas: 1 }),
-        key: "throwaway-counter",
-        holder: writer,
-        logger,
-      }),
+      lease:
+        options.lease ??
+        createLease({
+          kv: await openLeaseBucket(nc, { replicas: 1 }),
+          key: "throwaway-counter",
+          holder: writer,
+          logger,
+        }),
     },
     model: countModel(store, writer),
     pace: {
@@ -240,4 +249,69 @@ test("a job held past the ack wait comes again redelivered: it is folded from it
   expect(store.replays).toBeGreaterThan(0);
   expect(store.counts.get(client.id)).toBe(20);
   expect(store.position).toBe((await jsm.streams.info(TOPOLOGY.eventsStream)).state.last_seq);
+}, 30_000);
+
+/** A lease the test decides: it leads at start and holds while `holds` says so. */
+function decidedLease() {
+  const state = { holds: true, handlers: undefined as LeaseHandlers | undefined };
+  const lease: Lease = {
+    async start(handlers) {
+      state.handlers = handlers;
+      await handlers.lead();
+    },
+    holding: () => state.holds,
+    async stop() {},
+  };
+  return { state, lease };
+}
+
+test("two holders of one lease (a claim both won): the holder fenced by the loser leads again; counts end exact", async () => {
+  await using nats = await startNats();
+  await using hub = await startHub({
+    nats,
+    services: ["ingress", "executor"],
+    clients: CLIENTS.map((c) => ({ ...c, routes: ["demo.*"] })),
+  });
+  const acme = CLIENTS[0] as (typeof CLIENTS)[number];
+  const { jsm } = hub.running.hub;
+  const submit = async (from: number, to: number) => {
+    for (let i = from; i < to; i++) {
+      const body = { request_id: `d-${i}`, route: "demo.echo", input: "x" };
+      expect((await hub.run(body, acme.token)).status).toBeLessThan(300);
+    }
+  };
+  const events = async () => {
+    const info = await jsm.streams.info(TOPOLOGY.eventsStream, {
+      subjects_filter: `${EVENT_SUBJECT_ROOT}.${acme.id}.>`,
+    });
+    return Object.values(info.state.subjects ?? {}).reduce((x, y) => x + y, 0);
+  };
+  const store = countStore();
+  const ncA = await connect({ servers: nats.url });
+  const ncB = await connect({ servers: nats.url });
+  const winner = decidedLease();
+  const loser = decidedLease();
+  const a = await runner({ nc: ncA, store, writer: "a", lingerMs: 30, lease: winner.lease });
+  await a.start();
+  await submit(0, 10);
+  await waitFor("a to count", () => (store.counts.get(acme.id) ?? 0) > 0);
+  // b won the same claim (nats-server before 2.9.21 lets two compare-and-sets through): it opens
+  // the store (fencing a), then sees the claim is a's and stands down.
+  const b = await runner({ nc: ncB, store, writer: "b", lingerMs: 30, lease: loser.lease });
+  await b.start();
+  loser.state.holds = false;
+  await loser.state.handlers?.standDown();
+  const stoodDownAt = store.writes.length;
+  await submit(10, 30);
+  // a's next write is fenced; it still holds the lease, so it leads again and counts the rest.
+  await waitFor("every event counted", async () => store.counts.get(acme.id) === (await events()), {
+    timeoutMs: 15_000,
+  });
+  expect(store.writes.slice(stoodDownAt).every((w) => w.writer === "a")).toBe(true);
+  const totals = store.writes.map((w) => w.total);
+  expect(totals).toEqual([...totals].sort((x, y) => x - y));
+  await a.stop();
+  await b.stop();
+  await ncA.close();
+  await ncB.close();
 }, 30_000);
