@@ -12,6 +12,7 @@ import {
   PoisonMessageError,
   TOPOLOGY,
   TRACEPARENT_HEADER,
+  terminate,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
@@ -281,7 +282,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     const entry = decodeCallbackWakeup(msg.data);
     if (entry === undefined) {
       logger.error({ seq: msg.seq }, "invalid callback queue entry terminated");
-      return msg.term("invalid callback queue entry");
+      return terminate(msg);
     }
     const wait = Date.parse(entry.due_at) - nowMs();
     if (wait > SLACK_MS) return msg.nak(wait);
@@ -291,7 +292,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     const event = stored === null ? undefined : decodeEvent(stored.data);
     if (event === undefined || !isFinalEvent(event) || event.job_id !== entry.job_id) {
       logger.error({ job_id: entry.job_id }, "callback queue entry without its final event");
-      return msg.term("final event not found");
+      return terminate(msg);
     }
     const delivery = await prepare({
       msg,
@@ -321,7 +322,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
         handle(msg).catch((err: unknown) => {
           if (err instanceof PoisonMessageError) {
             logger.error({ seq: msg.seq, reason: err.message }, "poison event terminated");
-            msg.term(err.message);
+            terminate(msg);
             return;
           }
           logger.error(

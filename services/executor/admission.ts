@@ -5,6 +5,7 @@ import {
   PoisonMessageError,
   TOPOLOGY,
   TRACEPARENT_HEADER,
+  terminate,
 } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { parseDuration, type RouteTable } from "../../shared/config/index.ts";
@@ -114,9 +115,9 @@ export function createAdmission(deps: AdmissionDeps): Admission {
     } catch (err) {
       if (!(err instanceof PoisonMessageError)) throw err;
       logger.error({ seq: msg.seq, reason: err.message }, "poison run.requested terminated");
-      return msg.term(err.message);
+      return terminate(msg);
     }
-    if (event.type !== "run.requested") return msg.term("not a run.requested event");
+    if (event.type !== "run.requested") return terminate(msg);
     const span = tracing.start("dispatch", {
       parent: tracing.enabled ? headerOf(msg, TRACEPARENT_HEADER) : undefined,
       kind: "consumer",

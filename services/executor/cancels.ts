@@ -5,7 +5,7 @@ import type {
   JsMsg,
 } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { ensureDurable } from "../../shared/bus/index.ts";
+import { ensureDurable, terminate } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { RouteTable } from "../../shared/config/index.ts";
 import { cancelRequestOf } from "../../shared/executor-kinds/index.ts";
@@ -115,7 +115,7 @@ export async function startCancelListener(
     const executor = notice && deps.routes.route(notice.route)?.executor;
     const target = executor && cancelRequestOf(executor);
     if (notice === undefined || target === undefined) {
-      msg.term("no cancel request for this entry");
+      terminate(msg);
       return;
     }
     const body = cancelRequestBody(notice);

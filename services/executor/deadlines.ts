@@ -4,7 +4,7 @@ import type {
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
-import { TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
+import { TRACEPARENT_HEADER, terminate } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
@@ -103,7 +103,7 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
     const timer = decodeDeadlineTimer(msg.data);
     if (timer === undefined) {
       deps.logger.error({ seq: msg.seq }, "invalid deadline timer terminated");
-      msg.term("invalid deadline timer");
+      terminate(msg);
       return;
     }
     const wait = Date.parse(timer.due_at) - deps.clock.now().getTime();

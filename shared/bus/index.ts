@@ -11,4 +11,5 @@ export * from "./store-version.ts";
 export * from "./stream-reader.ts";
 export * from "./streams.ts";
 export * from "./subjects.ts";
+export * from "./terminate.ts";
 export * from "./topology.ts";

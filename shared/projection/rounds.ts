@@ -1,5 +1,5 @@
 import type { JetStreamManager, JsMsg } from "@nats-io/jetstream";
-import { decodeEvent, PoisonMessageError } from "../bus/index.ts";
+import { decodeEvent, PoisonMessageError, terminate } from "../bus/index.ts";
 import { type EventLayout, readJobHistory } from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
 import { AckFloor } from "./ack-floor.ts";
@@ -55,7 +55,7 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
           { seq: msg.seq, subject: msg.subject, reason: err.message },
           "poison event terminated",
         );
-        msg.term(err.message);
+        terminate(msg);
         floor.settled(msg);
       }
     }

@@ -6,7 +6,7 @@ import {
   jetstreamManager,
 } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
+import { isJsError, TRACEPARENT_HEADER, terminate } from "../bus/index.ts";
 import { type Clock, systemClock } from "../clock/index.ts";
 import type { JobErrorInfo, StatusIntent } from "../domain/index.ts";
 import { type IdGenerator, randomIds } from "../ids/index.ts";
@@ -196,7 +196,7 @@ export function createWorker(options: WorkerOptions): Worker {
     const task = decodeTask(msg.data);
     if (task === undefined || task.route !== options.route) {
       logger.error({ seq: msg.seq }, "not a task for this route; terminated");
-      msg.term("invalid task");
+      terminate(msg);
       return;
     }
     const ref = { client_id: task.client_id, job_id: task.job_id };

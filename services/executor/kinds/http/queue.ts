@@ -1,5 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { TRACEPARENT_HEADER } from "../../../../shared/bus/index.ts";
+import { TRACEPARENT_HEADER, terminate } from "../../../../shared/bus/index.ts";
 import { readStatus } from "../../../../shared/jobs/index.ts";
 import { lazyChild } from "../../../../shared/log/index.ts";
 import { headerOf } from "../../../../shared/nats/index.ts";
@@ -57,7 +57,7 @@ export function createRouteQueue(deps: {
     const task = decodeTask(msg.data);
     if (task === undefined || task.route !== route.key) {
       logger.error({ seq: msg.seq }, "not a task for this route; terminated");
-      return msg.term("invalid task");
+      return terminate(msg);
     }
     const current = await readStatus(ctx, task);
     const standing = httpStanding(current, ctx.clock.now().getTime());
