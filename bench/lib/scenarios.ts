@@ -221,10 +221,15 @@ export async function getScenario(ctx: BenchContext) {
   return { hub, peers, ratioToPeer: ratios(hub.okPerSec, peers, (p) => p.okPerSec) };
 }
 
+/**
+ * One e2e loop against the hub or a peer. `countJetStream`: read nats-server's counters around it
+ * through `ctx.monitor` (default: for the hub only; a floor with a monitor of its own may too).
+ */
 export async function e2ePhase(
   ctx: BenchContext,
   who: "hub" | Peer,
   mode: "closed" | "rate",
+  options: { readonly countJetStream?: boolean } = {},
 ): Promise<E2eFigures> {
   const s = ctx.settings;
   await fetch(`${ctx.receiverUrl}/reset`, { method: "POST" });
@@ -268,7 +273,7 @@ export async function e2ePhase(
     drain: who === "hub" ? drainOf(ctx, label) : () => who.drain(label, s.drainTimeoutSec),
     units: (r) => r.completed,
     unit: "job",
-    countJetStream: who === "hub",
+    countJetStream: options.countJetStream ?? who === "hub",
   });
   return { ...result, backlogPeaks: backlog ? await backlog.stop() : null };
 }
