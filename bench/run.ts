@@ -20,7 +20,8 @@
  * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services
  * under --cpu-prof; summarise the profile with `bun bench/profile.ts <file>`), BENCH_PARTITIONS (a
  * partition count or a comma list such as 1,8,16: instead of the scenarios, the hub at each P with
- * a fresh store, side by side: idle CPU and the e2e closed loop; bench/lib/partitions.ts).
+ * a fresh store, side by side: idle CPU and the e2e closed loop, then the floors BENCH_PEER names
+ * (floor, floor-split; the other peers are left out) at the same P; bench/lib/partitions.ts).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -50,7 +51,7 @@ import {
   partitionsScenario,
   savePartitionsRun,
 } from "./lib/partitions.ts";
-import { type Peer, parsePeerSelection, startPeer } from "./lib/peers.ts";
+import { type Peer, parsePeerSelection, startPartitionedFloor, startPeer } from "./lib/peers.ts";
 import { HUB_PROCS, HUB_SERVICES } from "./lib/phase.ts";
 import { createProcessTable } from "./lib/procs.ts";
 import { ratelimitScenario, renderRatelimitReport } from "./lib/ratelimit-scenario.ts";
@@ -455,6 +456,19 @@ async function runPartitions(
 ) {
   deps.procs.trackPid("receiver", deps.receiver.pid);
   results.settings.partitions = counts;
+  const floors = PEERS.filter((p) => p === "floor" || p === "floor-split");
+  const left = PEERS.filter((p) => !floors.includes(p as (typeof floors)[number]));
+  if (left.length > 0) {
+    results.notes.push(`the partitions run measures the floors only; left out: ${left.join(", ")}`);
+  }
+  const peerDeps = {
+    bun: BUN,
+    token: tokenPeer,
+    webhookSecret,
+    procs: deps.procs,
+    log,
+    notes: results.notes,
+  };
   const figures = await partitionsScenario(
     {
       ctx: {
@@ -471,6 +485,8 @@ async function runPartitions(
       token: tokenHub,
       settleSec: SETTLE_SEC,
       idleSec: IDLE_SEC,
+      floors,
+      startFloor: (name, partitions) => startPartitionedFloor(name, peerDeps, partitions),
       startHub: async (partitions) => {
         const hub = await startHub(deps.receiver.base, partitions);
         results.versions = {

@@ -6,6 +6,11 @@
  * boundaries (docs/architecture.md): an HTTP server, an executor, a callback step and a views
  * fold, each its own process consuming the stream. It bounds what a hub with that architecture
  * can reach, as the floor bounds any hub on this stack.
+ *
+ * With `partitions` P > 1 (the partitions run, bench/lib/partitions.ts) the same work is spread
+ * over P streams and P view buckets, jobs by the hub's partition function (floor-common.ts,
+ * floorLayout), and `monitor` gives its nats-server a monitoring port so its counters are read
+ * as the hub's are.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,9 +21,9 @@ import { startNatsServer } from "../../shared/nats/index.ts";
 import {
   createFloorTopology,
   FLOOR_CALLBACKS,
-  FLOOR_STREAM,
   FLOOR_VIEWS,
   FLOOR_WORKER,
+  floorLayout,
 } from "../peer/floor-common.ts";
 import {
   freePort,
@@ -28,6 +33,7 @@ import {
   registerTempDir,
   spawnChild,
 } from "./common.ts";
+import { createJetStreamMonitor, type JetStreamMonitor, monitorPort } from "./jetstream.ts";
 import { type Peer, type PeerDeps, peerEnv } from "./peers.ts";
 
 /** Runs in flight in the worker, as the peers' workers (PEER_CONCURRENCY). */
@@ -41,8 +47,14 @@ const ROLES = {
   "floor-split": ["executor", "callback", "views"],
 } as const;
 
+export type FloorName = keyof typeof ROLES;
+
 export interface FloorPeerOptions {
-  readonly name: keyof typeof ROLES;
+  readonly name: FloorName;
+  /** Streams and view buckets the jobs are spread over (default 1: the floor of every scenario). */
+  readonly partitions?: number;
+  /** Start its nats-server with a monitoring port and return a monitor of its counters. */
+  readonly monitor?: boolean;
   readonly waitEmpty: (
     count: () => Promise<number>,
     what: string,
@@ -50,17 +62,36 @@ export interface FloorPeerOptions {
   ) => Promise<number>;
 }
 
-export async function startFloorPeer(deps: PeerDeps, options: FloorPeerOptions): Promise<Peer> {
+/** A running floor: a peer, with its counters when asked for, that can be stopped on its own. */
+export interface FloorPeer extends Peer {
+  readonly monitor?: JetStreamMonitor;
+  stop(): Promise<void>;
+}
+
+export async function startFloorPeer(
+  deps: PeerDeps,
+  options: FloorPeerOptions,
+): Promise<FloorPeer> {
   const { name } = options;
   const split = name === "floor-split";
+  const layout = floorLayout(options.partitions);
   const storeDir = mkdtempSync(join(tmpdir(), `switchyard-bench-${name}-`));
   registerTempDir(storeDir);
-  const nats = await startNatsServer({ storeDir, env: process.env });
+  const nats = await startNatsServer({
+    storeDir,
+    env: process.env,
+    ...(options.monitor ? { args: ["-m", "-1"] } : {}),
+  });
   registerCleanup(() => nats.stop("SIGKILL"));
+  const mport = options.monitor ? monitorPort(nats.output()) : undefined;
+  if (options.monitor && mport === undefined) {
+    throw new Error(`${name}: nats-server did not log its monitoring port:\n${nats.output()}`);
+  }
   await createFloorTopology(nats.url, {
     runsInFlight: CONCURRENCY,
     viewsInFlight: VIEWS_IN_FLIGHT,
     split,
+    partitions: layout.partitions,
   });
   // The drain reads the durables' backlogs.
   const admin = await connect({ servers: nats.url, name: `${name}-bench` });
@@ -68,7 +99,10 @@ export async function startFloorPeer(deps: PeerDeps, options: FloorPeerOptions):
   const jsm = await jetstreamManager(admin);
 
   const port = freePort();
-  const env = peerEnv(deps, port, { NATS_URL: nats.url });
+  const env = peerEnv(deps, port, {
+    NATS_URL: nats.url,
+    FLOOR_PARTITIONS: String(layout.partitions),
+  });
   const workers = ROLES[name].map((role) => ({
     proc: `${name}-${role}`,
     child: spawnChild(`${name}-${role}`, [deps.bun, join(ROOT, "bench/peer/floor-worker.ts")], {
@@ -81,9 +115,10 @@ export async function startFloorPeer(deps: PeerDeps, options: FloorPeerOptions):
     [deps.bun, join(ROOT, "bench/peer/floor-server.ts")],
     env,
   );
-  registerCleanup(async () => {
+  const stopProcesses = async () => {
     await Promise.all([server.stop(), ...workers.map((w) => w.child.stop())]);
-  });
+  };
+  registerCleanup(stopProcesses);
   for (const w of workers) await w.child.waitForLine(/READY/);
   await server.waitForLine(/LISTENING/);
   deps.procs.trackPid(`${name}-server`, server.pid);
@@ -95,9 +130,11 @@ export async function startFloorPeer(deps: PeerDeps, options: FloorPeerOptions):
     : [FLOOR_WORKER, FLOOR_VIEWS];
   const backlog = async () => {
     let n = 0;
-    for (const durable of durables) {
-      const info = await jsm.consumers.info(FLOOR_STREAM, durable);
-      n += info.num_pending + info.num_ack_pending;
+    for (let p = 0; p < layout.partitions; p++) {
+      for (const durable of durables) {
+        const info = await jsm.consumers.info(layout.stream(p), durable);
+        n += info.num_pending + info.num_ack_pending;
+      }
     }
     return n;
   };
@@ -111,7 +148,18 @@ export async function startFloorPeer(deps: PeerDeps, options: FloorPeerOptions):
         ? "3 stored events + 1 KV write; 3 deliveries (executor, callback, views), 3 acks; no reads"
         : "3 stored events + 1 KV write; 2 deliveries, 2 acks; no reads",
       runs_in_flight: String(CONCURRENCY),
+      ...(layout.partitions > 1
+        ? { partitions: `${layout.partitions} streams and view buckets, jobs by partitionOf` }
+        : {}),
     },
     drain: (label, timeoutSec) => options.waitEmpty(backlog, `${name} after ${label}`, timeoutSec),
+    ...(mport === undefined
+      ? {}
+      : { monitor: createJetStreamMonitor(`http://${LOOPBACK}:${mport}`) }),
+    async stop() {
+      await stopProcesses();
+      await admin.close();
+      await nats.stop("SIGTERM");
+    },
   };
 }

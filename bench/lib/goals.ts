@@ -228,21 +228,33 @@ export interface PartitionGoalInputs {
   readonly cpuUsPerJob: Readonly<Record<number, number>>;
   /** Busy cores of the whole hub (nats-server + services) over a quiet window, by P. */
   readonly idleCores: Readonly<Record<number, number>>;
+  /**
+   * The JetStream floor's CPU µs per job in the same closed loop, by P: its work spread over P
+   * streams and view buckets (bench/lib/partitions.ts). The bound on the CPU ratio: what the floor
+   * cannot keep within the target, no hub on this stack can.
+   */
+  readonly floorCpuUsPerJob?: Readonly<Record<number, number>>;
+  /** The split floor's, likewise: the bound for the hub's service split. */
+  readonly floorSplitCpuUsPerJob?: Readonly<Record<number, number>>;
 }
 
 /** Most CPU per job P = 8 may cost against P = 1, and most idle cores at P = 16. */
 export const PARTITION_TARGETS = { cpuRatio: 1.1, idleCoresAt16: 0.02 } as const;
 
+/** CPU per job at P = 8 ÷ at P = 1 against the target; not measured without both. */
+function partitionCpuRatio(byP: Readonly<Record<number, number>> | undefined): Compared {
+  const one = byP?.[1];
+  const eight = byP?.[8];
+  if (!known(one) || !known(eight) || one <= 0) return { value: "–", met: null };
+  return {
+    value: `${fmtNum(eight / one, 2)} (${fmtNum(eight)} vs ${fmtNum(one)} µs)`,
+    met: eight / one <= PARTITION_TARGETS.cpuRatio,
+  };
+}
+
 export function evaluatePartitionGoals(i: PartitionGoalInputs): GoalRow[] {
-  const one = i.cpuUsPerJob[1];
-  const eight = i.cpuUsPerJob[8];
-  const cpu: Compared =
-    known(one) && known(eight) && one > 0
-      ? {
-          value: `${fmtNum(eight / one, 2)} (${fmtNum(eight)} vs ${fmtNum(one)} µs)`,
-          met: eight / one <= PARTITION_TARGETS.cpuRatio,
-        }
-      : { value: "–", met: null };
+  const floor = partitionCpuRatio(i.floorCpuUsPerJob);
+  const floorSplit = partitionCpuRatio(i.floorSplitCpuUsPerJob);
   const idle16 = i.idleCores[16];
   const idle1 = i.idleCores[1];
   const idle: Compared = known(idle16)
@@ -254,8 +266,10 @@ export function evaluatePartitionGoals(i: PartitionGoalInputs): GoalRow[] {
   return [
     {
       goal: "hub CPU per job, P = 8 ÷ P = 1",
-      ...cpu,
+      ...partitionCpuRatio(i.cpuUsPerJob),
       target: `≤ ${fmtNum(PARTITION_TARGETS.cpuRatio, 2)}`,
+      ...(floor.met === null ? {} : { floor }),
+      ...(floorSplit.met === null ? {} : { floorSplit }),
     },
     {
       goal: "idle CPU of the whole hub at P = 16",

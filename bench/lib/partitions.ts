@@ -4,10 +4,17 @@
  * and a fresh hub; the receiver and the load generator are the same for every P. Per P: the idle
  * window after settling, then the e2e closed loop (bench.echo with a callback) with CPU of every
  * hub process and nats-server's counters read before it and after its drain.
+ *
+ * Then, with the hub stopped, each JetStream floor BENCH_PEER names (floor, floor-split) at the
+ * same P: the floor's work spread over P streams and view buckets of a fresh nats-server of its
+ * own, jobs by the hub's partition function (bench/peer/floor-common.ts, floorLayout), in the same
+ * closed loop with its counters read the same way. Its P = 8 ÷ P = 1 ratio is the bound for the
+ * hub's: what the floor cannot keep within the target is out of reach on this stack.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, round } from "./common.ts";
+import type { FloorName, FloorPeer } from "./floor-peer.ts";
 import { evaluatePartitionGoals, fmtNum as fmt, type GoalRow, status } from "./goals.ts";
 import type { CostTotals, JetStreamMonitor } from "./jetstream.ts";
 import { cpuUsPerUnit, HUB_PROCS } from "./phase.ts";
@@ -45,12 +52,46 @@ export interface PartitionsDeps {
   readonly startHub: (partitions: number) => Promise<PartitionedHub>;
   readonly settleSec: number;
   readonly idleSec: number;
+  /** The floors measured at each P after the hub (none: the hub alone). */
+  readonly floors: readonly FloorName[];
+  readonly startFloor: (name: FloorName, partitions: number) => Promise<FloorPeer>;
+}
+
+/** A floor's closed loop at one P, and the processes its CPU is summed over. */
+export interface FloorFigures {
+  readonly procs: readonly string[];
+  readonly closed: E2eFigures;
 }
 
 export interface PartitionFigures {
   readonly partitions: number;
   readonly idle: IdleFigures;
   readonly closed: E2eFigures;
+  readonly floors: Partial<Record<FloorName, FloorFigures>>;
+}
+
+/** A floor at P: its own nats-server, the closed loop with its counters, then stopped. */
+async function floorAt(
+  deps: PartitionsDeps,
+  name: FloorName,
+  partitions: number,
+): Promise<FloorFigures> {
+  const { ctx } = deps;
+  ctx.log(`P = ${partitions}: ${name} over ${partitions} stream(s)`);
+  const floor = await deps.startFloor(name, partitions);
+  try {
+    if (!floor.monitor) throw new Error(`${name} started without a monitor of its nats-server`);
+    const at: BenchContext = {
+      ...ctx,
+      peers: [floor],
+      monitor: floor.monitor,
+      hub: { base: "", token: "" },
+    };
+    const closed = await e2ePhase(at, floor, "closed", { countJetStream: true });
+    return { procs: floor.procs, closed };
+  } finally {
+    await floor.stop();
+  }
 }
 
 export async function partitionsScenario(
@@ -72,11 +113,16 @@ export async function partitionsScenario(
       ctx.log(`P = ${partitions}: settling ${deps.settleSec} s, then ${deps.idleSec} s idle`);
       await Bun.sleep(deps.settleSec * 1000);
       const idle = await measureIdle(at, deps.idleSec);
-      const closed = await e2ePhase(at, "hub", "closed");
-      out.push({ partitions, idle, closed });
+      // No backlog polling: each /jsz poll costs nats-server more the more streams and consumers
+      // it lists (P × 4 durables), CPU the per-job figures would count against P; the floors are
+      // not polled either, and this report shows no backlog peaks.
+      const closed = await e2ePhase(at, "hub", "closed", { watchBacklog: false });
+      out.push({ partitions, idle, closed, floors: {} });
     } finally {
       await hub.stop();
     }
+    const floors = out[out.length - 1]?.floors ?? {};
+    for (const name of deps.floors) floors[name] = await floorAt(deps, name, partitions);
   }
   return out;
 }
@@ -87,17 +133,57 @@ const idleHubCores = (f: PartitionFigures) =>
     4,
   );
 
-const perJob = (f: PartitionFigures, key: keyof CostTotals) =>
-  f.closed.phase.jetstream?.perUnit[key] ?? Number.NaN;
+const perJob = (closed: E2eFigures, key: keyof CostTotals) =>
+  closed.phase.jetstream?.perUnit[key] ?? Number.NaN;
+
+const floorCpu = (figures: readonly PartitionFigures[], name: FloorName) => {
+  const byP = figures.flatMap((f) => {
+    const floor = f.floors[name];
+    return floor ? [[f.partitions, cpuUsPerUnit(floor.closed.phase, floor.procs)] as const] : [];
+  });
+  return byP.length > 0 ? Object.fromEntries(byP) : undefined;
+};
 
 /** The goal rows of the partitions run (bench/lib/goals.ts). */
 export function partitionGoals(figures: readonly PartitionFigures[]): GoalRow[] {
+  const floor = floorCpu(figures, "floor");
+  const floorSplit = floorCpu(figures, "floor-split");
   return evaluatePartitionGoals({
     cpuUsPerJob: Object.fromEntries(
       figures.map((f) => [f.partitions, cpuUsPerUnit(f.closed.phase, HUB_PROCS)]),
     ),
     idleCores: Object.fromEntries(figures.map((f) => [f.partitions, idleHubCores(f)])),
+    ...(floor ? { floorCpuUsPerJob: floor } : {}),
+    ...(floorSplit ? { floorSplitCpuUsPerJob: floorSplit } : {}),
   });
+}
+
+/** JetStream work per job of a closed loop: stored (streams + KV), deliveries, acks, pulls. */
+const jetstreamCells = (closed: E2eFigures) => [
+  `${fmt(perJob(closed, "stored"), 2)} (${fmt(perJob(closed, "storedStreams"), 2)} + ${fmt(perJob(closed, "storedKv"), 2)})`,
+  fmt(perJob(closed, "deliveries"), 2),
+  fmt(perJob(closed, "acks"), 2),
+  fmt(perJob(closed, "pulls"), 2),
+];
+
+const perProcUs = (closed: E2eFigures, name: string) =>
+  fmt(((closed.phase.cpuSec[name] ?? Number.NaN) * 1e6) / closed.phase.units);
+
+/** One row per floor and P: the floor's closed loop beside the hub's. */
+function floorRows(figures: readonly PartitionFigures[]): string[][] {
+  return figures.flatMap((f) =>
+    Object.entries(f.floors).map(([name, floor]) => [
+      name,
+      String(f.partitions),
+      fmt(floor.closed.completed),
+      fmt(floor.closed.completedPerSec),
+      fmt(cpuUsPerUnit(floor.closed.phase, floor.procs)),
+      floor.procs
+        .map((p) => `${p.replace(`${name}-`, "")} ${perProcUs(floor.closed, p)}`)
+        .join(" / "),
+      ...jetstreamCells(floor.closed),
+    ]),
+  );
 }
 
 function table(header: readonly string[], rows: readonly string[][]): string[] {
@@ -109,21 +195,17 @@ function table(header: readonly string[], rows: readonly string[][]): string[] {
 
 /** The side-by-side table (one row per P) and the partitions goals. */
 export function renderPartitionsReport(figures: readonly PartitionFigures[]): string {
-  const svc = (f: PartitionFigures, name: string) =>
-    fmt(((f.closed.phase.cpuSec[name] ?? Number.NaN) * 1e6) / f.closed.phase.units);
   const rows = figures.map((f) => [
     String(f.partitions),
     fmt(f.closed.completed),
     fmt(f.closed.completedPerSec),
     fmt(cpuUsPerUnit(f.closed.phase, HUB_PROCS)),
-    HUB_PROCS.map((p) => svc(f, p)).join(" / "),
-    `${fmt(perJob(f, "stored"), 2)} (${fmt(perJob(f, "storedStreams"), 2)} + ${fmt(perJob(f, "storedKv"), 2)})`,
-    fmt(perJob(f, "deliveries"), 2),
-    fmt(perJob(f, "acks"), 2),
-    fmt(perJob(f, "pulls"), 2),
+    HUB_PROCS.map((p) => perProcUs(f.closed, p)).join(" / "),
+    ...jetstreamCells(f.closed),
     fmt(idleHubCores(f), 4),
     fmt(f.closed.cpuCores["(others)"], 2),
   ]);
+  const floors = floorRows(figures);
   const goals = partitionGoals(figures);
   return [
     "",
@@ -144,11 +226,39 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
       ],
       rows,
     ),
+    ...(floors.length > 0
+      ? [
+          "",
+          "JetStream floors at the same P (their work over P streams and view buckets, jobs by partitionOf):",
+          ...table(
+            [
+              "floor",
+              "P",
+              "jobs",
+              "done/s",
+              "CPU µs/job",
+              "µs/job per process",
+              "JetStream stored/job (streams + KV)",
+              "deliveries/job",
+              "acks/job",
+              "pulls/job",
+            ],
+            floors,
+          ),
+        ]
+      : []),
     "",
-    "partitions goals (issue 27):",
+    "partitions goals (issue 27), with the floors' ratio for the same target where measured:",
     ...table(
-      ["goal", "value", "target", "status"],
-      goals.map((g) => [g.goal, g.value, g.target, status(g)]),
+      ["goal", "value", "target", "JetStream floor", "split floor", "status"],
+      goals.map((g) => [
+        g.goal,
+        g.value,
+        g.target,
+        g.floor?.value ?? "",
+        g.floorSplit?.value ?? "",
+        status(g),
+      ]),
     ),
     "",
   ].join("\n");

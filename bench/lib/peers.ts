@@ -17,7 +17,7 @@ import pg from "pg";
 import { redisConnection } from "../peer/bullmq-common.ts";
 import { quietLogger, SCHEMA_SQL } from "../peer/pg-common.ts";
 import { freePort, LOOPBACK, ROOT, registerCleanup, round, spawnChild } from "./common.ts";
-import { startFloorPeer } from "./floor-peer.ts";
+import { type FloorName, type FloorPeer, startFloorPeer } from "./floor-peer.ts";
 import type { ProcessTable } from "./procs.ts";
 
 export const PEER_NAMES = ["bullmq", "bullmq-node", "pg", "floor", "floor-split"] as const;
@@ -280,6 +280,23 @@ export async function startPgPeer(deps: PeerDeps): Promise<Peer> {
 function nodeVersion(): string {
   const node = Bun.which("node");
   return node ? Bun.spawnSync([node, "--version"]).stdout.toString().trim() : "?";
+}
+
+/**
+ * A floor whose work is spread over `partitions` streams and view buckets, with a monitor of its
+ * nats-server's counters (the partitions run).
+ */
+export function startPartitionedFloor(
+  name: FloorName,
+  deps: PeerDeps,
+  partitions: number,
+): Promise<FloorPeer> {
+  return startFloorPeer(deps, {
+    name,
+    partitions,
+    monitor: true,
+    waitEmpty: (count, what, timeoutSec) => waitEmpty(count, what, deps, timeoutSec),
+  });
 }
 
 export function startPeer(name: PeerName, deps: PeerDeps): Promise<Peer> {

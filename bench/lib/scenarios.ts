@@ -221,10 +221,16 @@ export async function getScenario(ctx: BenchContext) {
   return { hub, peers, ratioToPeer: ratios(hub.okPerSec, peers, (p) => p.okPerSec) };
 }
 
+/**
+ * One e2e loop against the hub or a peer. `countJetStream`: read nats-server's counters around it
+ * through `ctx.monitor` (default: for the hub only; a floor with a monitor of its own may too).
+ * `watchBacklog`: poll every consumer's backlog through the phase (default: the hub's closed loop).
+ */
 export async function e2ePhase(
   ctx: BenchContext,
   who: "hub" | Peer,
   mode: "closed" | "rate",
+  options: { readonly countJetStream?: boolean; readonly watchBacklog?: boolean } = {},
 ): Promise<E2eFigures> {
   const s = ctx.settings;
   await fetch(`${ctx.receiverUrl}/reset`, { method: "POST" });
@@ -262,13 +268,14 @@ export async function e2ePhase(
   // polling every 200 ms (even every 2 s) took the hub's p99 at 500/s from about 6 to 8-21 ms in
   // side-by-side runs, a cost no peer paid (docs/history/performance.md, "2026-11-26 04:35 and
   // 05:00 UTC").
-  const backlog = who === "hub" && mode === "closed" ? watchBacklog(ctx.monitor) : undefined;
+  const watch = options.watchBacklog ?? (who === "hub" && mode === "closed");
+  const backlog = watch ? watchBacklog(ctx.monitor) : undefined;
   const result = await measurePhase<E2eResult>(ctx, {
     run: () => e2e(ctx, spec),
     drain: who === "hub" ? drainOf(ctx, label) : () => who.drain(label, s.drainTimeoutSec),
     units: (r) => r.completed,
     unit: "job",
-    countJetStream: who === "hub",
+    countJetStream: options.countJetStream ?? who === "hub",
   });
   return { ...result, backlogPeaks: backlog ? await backlog.stop() : null };
 }

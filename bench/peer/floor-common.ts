@@ -13,6 +13,7 @@
 import { AckPolicy, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
+import { partitionOf } from "../../shared/jobs/index.ts";
 import { coalesceWrites } from "../../shared/nats/index.ts";
 
 export const FLOOR_STREAM = "FLOOR";
@@ -23,6 +24,60 @@ export const FLOOR_WORKER = "floor-worker";
 export const FLOOR_VIEWS = "floor-views";
 /** Durable of the split floor's callback step (job.done, as the hub's callback service). */
 export const FLOOR_CALLBACKS = "floor-callbacks";
+
+/** The kinds of the floor's events: a run, its finished view, its delivered callback. */
+export type FloorEventKind = "run" | "done" | "cb";
+
+/**
+ * Where a floor with P partitions keeps a job's events and view, as the hub's layout
+ * (shared/jobs/layout.ts) does: P = 1 is the one stream and bucket of every other scenario, bit for
+ * bit; P > 1 gives each partition its own stream (`FLOOR_P<p>`, subjects `floor.p<p>.>`) and view
+ * bucket (`floor_jobs_p<p>`). A job's partition is the hub's partitionOf over its id's hash (the
+ * peers' ids are the hash alone, the hub's carry `job_` first), so the floor spreads the same jobs
+ * the way the hub does.
+ */
+export interface FloorLayout {
+  readonly partitions: number;
+  partitionOf(jobId: string): number;
+  stream(partition: number): string;
+  bucket(partition: number): string;
+  /** The subjects of one partition's stream. */
+  streamSubjects(partition: number): string;
+  /** The subject of one event of a job (in the job's partition). */
+  subject(kind: FloorEventKind, jobId: string): string;
+  /** A durable's filter: one kind of event of one partition. */
+  filter(partition: number, kind: FloorEventKind): string;
+  /** The job id of an event subject. */
+  jobIdOf(subject: string): string;
+}
+
+export function floorLayout(partitions = 1): FloorLayout {
+  if (!Number.isInteger(partitions) || partitions < 1) {
+    throw new Error(`the floor takes a partition count ≥ 1, not ${partitions}`);
+  }
+  const single = partitions === 1;
+  const root = (p: number) => (single ? "floor" : `floor.p${p}`);
+  const partition = (jobId: string) => partitionOf(`job_${jobId}`, partitions);
+  return {
+    partitions,
+    partitionOf: partition,
+    stream: (p) => (single ? FLOOR_STREAM : `${FLOOR_STREAM}_P${p}`),
+    bucket: (p) => (single ? FLOOR_BUCKET : `${FLOOR_BUCKET}_p${p}`),
+    streamSubjects: (p) => `${root(p)}.>`,
+    subject: (kind, jobId) => `${root(partition(jobId))}.${kind}.${jobId}`,
+    filter: (p, kind) => `${root(p)}.${kind}.>`,
+    jobIdOf: (subject) => subject.slice(subject.lastIndexOf(".") + 1),
+  };
+}
+
+/** FLOOR_PARTITIONS of the floor's processes (default 1). */
+export function floorPartitionsFromEnv(raw: string | undefined): number {
+  const n = Number(raw ?? 1);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new Error(`FLOOR_PARTITIONS takes a partition count ≥ 1, not '${raw}'`);
+  }
+  return n;
+}
 
 /** The run as stored in its run.requested event (subject floor.run.<job_id>). */
 export interface FloorRun {
@@ -48,34 +103,41 @@ export interface FloorTopologyOptions {
   readonly viewsInFlight: number;
   /** The split floor: a callback durable on job.done too (executor and callback apart). */
   readonly split?: boolean;
+  /** Streams and buckets, one each per partition (default 1: the stream and bucket of today). */
+  readonly partitions?: number;
 }
 
-/** The stream, the views' bucket and the durables; idempotent, run by the benchmark first. */
+/** The streams, the views' buckets and the durables; idempotent, run by the benchmark first. */
 export async function createFloorTopology(
   natsUrl: string,
   options: FloorTopologyOptions,
 ): Promise<void> {
+  const layout = floorLayout(options.partitions);
   const nc = await connect({ servers: natsUrl, name: "floor-setup" });
   const jsm = await jetstreamManager(nc);
-  await jsm.streams.add({
-    name: FLOOR_STREAM,
-    subjects: ["floor.>"],
-    storage: StorageType.File,
-  });
-  await new Kvm(nc).create(FLOOR_BUCKET, { history: 1 });
-  const durables: [string, string, number][] = [
-    [FLOOR_WORKER, "floor.run.>", options.runsInFlight],
-    [FLOOR_VIEWS, "floor.done.>", options.viewsInFlight],
+  const kvm = new Kvm(nc);
+  const durables: [string, FloorEventKind, number][] = [
+    [FLOOR_WORKER, "run", options.runsInFlight],
+    [FLOOR_VIEWS, "done", options.viewsInFlight],
   ];
-  if (options.split) durables.push([FLOOR_CALLBACKS, "floor.done.>", options.runsInFlight]);
-  for (const [durable, filter, maxAckPending] of durables) {
-    await jsm.consumers.add(FLOOR_STREAM, {
-      durable_name: durable,
-      filter_subject: filter,
-      ack_policy: AckPolicy.Explicit,
-      max_ack_pending: maxAckPending,
-      ack_wait: 30_000_000_000,
+  if (options.split) durables.push([FLOOR_CALLBACKS, "done", options.runsInFlight]);
+  for (let p = 0; p < layout.partitions; p++) {
+    const stream = layout.stream(p);
+    await jsm.streams.add({
+      name: stream,
+      subjects: [layout.streamSubjects(p)],
+      storage: StorageType.File,
     });
+    await kvm.create(layout.bucket(p), { history: 1 });
+    for (const [durable, kind, maxAckPending] of durables) {
+      await jsm.consumers.add(stream, {
+        durable_name: durable,
+        filter_subject: layout.filter(p, kind),
+        ack_policy: AckPolicy.Explicit,
+        max_ack_pending: maxAckPending,
+        ack_wait: 30_000_000_000,
+      });
+    }
   }
   await nc.close();
 }

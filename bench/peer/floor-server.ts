@@ -5,16 +5,28 @@
  * sequence of 0, so a replay is refused by the store (the hub's idempotency, without its
  * read-back). GET reads the view the worker's views fold wrote; before that it answers 404.
  *
- * Env: PORT, PEER_TOKEN, NATS_URL. Prints "LISTENING <port>".
+ * With FLOOR_PARTITIONS = P > 1 a run goes to its job's partition (floor-common.ts, floorLayout)
+ * and GET reads that partition's bucket.
+ *
+ * Env: PORT, PEER_TOKEN, NATS_URL, FLOOR_PARTITIONS (default 1). Prints "LISTENING <port>".
  */
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { JsErrorCode } from "../../shared/bus/js-errors.ts";
 import { createPeerApp, type PeerJobView, type PeerStore, servePeer } from "./app.ts";
-import { connectFloor, FLOOR_BUCKET, type FloorRun } from "./floor-common.ts";
+import {
+  connectFloor,
+  type FloorRun,
+  floorLayout,
+  floorPartitionsFromEnv,
+} from "./floor-common.ts";
 
+const layout = floorLayout(floorPartitionsFromEnv(process.env.FLOOR_PARTITIONS));
 const { nc, js } = await connectFloor("floor-server");
-const kv = await new Kvm(nc).open(FLOOR_BUCKET);
+const kvm = new Kvm(nc);
+const buckets = await Promise.all(
+  Array.from({ length: layout.partitions }, (_, p) => kvm.open(layout.bucket(p))),
+);
 
 const store: PeerStore = {
   async add(jobId, run) {
@@ -27,7 +39,7 @@ const store: PeerStore = {
       ...(run.callback_url ? { callback_url: run.callback_url } : {}),
     };
     try {
-      await js.publish(`floor.run.${jobId}`, JSON.stringify(event), {
+      await js.publish(layout.subject("run", jobId), JSON.stringify(event), {
         msgID: jobId,
         expect: { lastSubjectSequence: 0 },
       });
@@ -38,7 +50,7 @@ const store: PeerStore = {
     }
   },
   async get(jobId) {
-    const entry = await kv.get(jobId);
+    const entry = await buckets[layout.partitionOf(jobId)]?.get(jobId);
     return entry?.operation === "PUT" ? entry.json<PeerJobView>() : undefined;
   },
 };

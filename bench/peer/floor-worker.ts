@@ -15,7 +15,11 @@
  * as the job's view, acked once the put is stored. The consumers' max_ack_pending bounds the work
  * in flight (PEER_CONCURRENCY runs, as the peers).
  *
- * Env: NATS_URL, WEBHOOK_SECRET, FLOOR_ROLE (default worker). Prints "READY".
+ * With FLOOR_PARTITIONS = P > 1 every role consumes its durable on each of the P streams
+ * (floor-common.ts, floorLayout), as the hub's services do.
+ *
+ * Env: NATS_URL, WEBHOOK_SECRET, FLOOR_ROLE (default worker), FLOOR_PARTITIONS (default 1).
+ * Prints "READY".
  */
 import type { JsMsg } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -24,12 +28,12 @@ import type { PeerJobView } from "./app.ts";
 import { createCallbackSender } from "./callback.ts";
 import {
   connectFloor,
-  FLOOR_BUCKET,
   FLOOR_CALLBACKS,
-  FLOOR_STREAM,
   FLOOR_VIEWS,
   FLOOR_WORKER,
   type FloorRun,
+  floorLayout,
+  floorPartitionsFromEnv,
 } from "./floor-common.ts";
 
 const ROLES = ["worker", "executor", "callback", "views"] as const;
@@ -40,6 +44,7 @@ if (!ROLES.includes(role)) {
   process.exit(2);
 }
 
+const layout = floorLayout(floorPartitionsFromEnv(process.env.FLOOR_PARTITIONS));
 const { nc, js } = await connectFloor(`floor-${role}`);
 const sendCallback = createCallbackSender(process.env.WEBHOOK_SECRET ?? "");
 const RETRY_MS = 1_000;
@@ -70,7 +75,7 @@ async function deliver(url: string, view: PeerJobView, attempt: number): Promise
     completed_at: view.completed_at ?? "",
   });
   const delivered = { job_id: view.job_id, attempt, duration_ms: Date.now() - started };
-  await js.publish(`floor.cb.${view.job_id}`, JSON.stringify(delivered), {
+  await js.publish(layout.subject("cb", view.job_id), JSON.stringify(delivered), {
     msgID: `cb-${view.job_id}`,
   });
 }
@@ -83,7 +88,7 @@ async function runJob(m: JsMsg): Promise<void> {
     role === "executor" && run.callback_url
       ? headersOf({ [CALLBACK_HEADER]: run.callback_url })
       : undefined;
-  await js.publish(`floor.done.${run.job_id}`, JSON.stringify(view), {
+  await js.publish(layout.subject("done", run.job_id), JSON.stringify(view), {
     msgID: `done-${run.job_id}`,
     ...(carried ? { headers: carried } : {}),
   });
@@ -99,19 +104,30 @@ async function callbackJob(m: JsMsg): Promise<void> {
   m.ack();
 }
 
-async function consume(durable: string, step: (m: JsMsg) => Promise<void>): Promise<void> {
-  const consumer = await js.consumers.get(FLOOR_STREAM, durable);
-  for await (const m of await consumer.consume({ max_messages: 256 })) {
-    step(m).catch(() => m.nak(RETRY_MS));
-  }
+/** Consumes `durable` on every partition's stream. */
+async function consume(
+  durable: string,
+  step: (m: JsMsg, partition: number) => Promise<void>,
+): Promise<void> {
+  const loops = Array.from({ length: layout.partitions }, async (_, p) => {
+    const consumer = await js.consumers.get(layout.stream(p), durable);
+    for await (const m of await consumer.consume({ max_messages: 256 })) {
+      step(m, p).catch(() => m.nak(RETRY_MS));
+    }
+  });
+  await Promise.all(loops);
 }
 
 async function consumeViews(): Promise<void> {
-  const kv = await new Kvm(nc).open(FLOOR_BUCKET);
-  await consume(FLOOR_VIEWS, (m) => {
-    const jobId = m.subject.slice("floor.done.".length);
-    return kv.put(jobId, m.data).then(() => m.ack());
-  });
+  const kvm = new Kvm(nc);
+  const buckets = await Promise.all(
+    Array.from({ length: layout.partitions }, (_, p) => kvm.open(layout.bucket(p))),
+  );
+  await consume(FLOOR_VIEWS, (m, p) =>
+    (buckets[p] as (typeof buckets)[number])
+      .put(layout.jobIdOf(m.subject), m.data)
+      .then(() => m.ack()),
+  );
 }
 
 if (role === "worker" || role === "executor") void consume(FLOOR_WORKER, runJob);

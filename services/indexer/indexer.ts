@@ -2,7 +2,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createProjectionRunner } from "../../shared/projection/index.ts";
+import { createProjectionRunner, type RoundPacer } from "../../shared/projection/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { INDEX_CONSUMER } from "./durable.ts";
 import { createIndexModel } from "./index-model.ts";
@@ -26,6 +26,8 @@ export interface IndexerDeps {
    */
   readonly lease?: Lease;
   readonly now?: () => number;
+  /** Shared by the indexers of one process, one per partition: their round gap grows with them. */
+  readonly pacer?: RoundPacer;
 }
 
 export interface Indexer {
@@ -88,6 +90,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       idleWakeMs: IDLE_WAKE_MS,
       backoffMs: { first: 100, max: 5_000 },
     },
+    ...(deps.pacer ? { pacer: deps.pacer } : {}),
   });
   return { start: runner.start, stop: runner.stop, appliedSeq: model.appliedSeq };
 }

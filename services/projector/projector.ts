@@ -4,7 +4,7 @@ import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createProjectionRunner } from "../../shared/projection/index.ts";
+import { createProjectionRunner, type RoundPacer } from "../../shared/projection/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { ProjectorMetrics } from "./observe.ts";
 import { createViewModel } from "./view-model.ts";
@@ -37,6 +37,8 @@ export interface ProjectorDeps {
   readonly lingerMs?: number;
   /** Durable name; a rebuild uses a temporary one. */
   readonly durable?: string;
+  /** Shared by the projectors of one process, one per partition: their round gap grows with them. */
+  readonly pacer?: RoundPacer;
   /**
    * Active/standby: only the holder of this lease folds (several replicas may run). Without one,
    * this process folds unconditionally (a rebuild, a single-process hub).
@@ -102,5 +104,6 @@ export function createProjector(deps: ProjectorDeps): Projector {
       ackWaitMs: 10_000,
       backoffMs: { first: 50, max: 2_000 },
     },
+    ...(deps.pacer ? { pacer: deps.pacer } : {}),
   });
 }

@@ -19,6 +19,7 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import { publishViewChanged } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
+import { createRoundPacer } from "../../shared/projection/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { RunningIngress } from "../ingress/index.ts";
 import { createConsumerStats } from "./consumer-stats.ts";
@@ -263,6 +264,8 @@ async function startProjector(ctx: PartsContext, leases: ReadModelLeases): Promi
   const { createProjector, PROJECTOR_LEASE_KEY } = await import("../projector/index.ts");
   // One projector per partition, each on its own lease (at P > 1 a claim of the process's fair
   // share): several replicas may run, and each partition is folded by the replica holding it.
+  // The partitions this process folds share one round pace (shared/projection/pacer.ts).
+  const pacer = createRoundPacer();
   for (let partition = 0; partition < hub.layout.partitions; partition++) {
     const partitionLogger =
       hub.layout.partitions === 1 ? projectorLogger : projectorLogger.child({ partition });
@@ -275,6 +278,7 @@ async function startProjector(ctx: PartsContext, leases: ReadModelLeases): Promi
       logger: partitionLogger,
       lingerMs: parseDuration(config.projector.linger),
       lease: leases.lease(PROJECTOR_LEASE_KEY, partition),
+      pacer,
       metrics,
       ...tracing,
       // Every ingress replica caches settled views: each one that changes is announced.

@@ -1,6 +1,7 @@
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
+import { createRoundPacer } from "../../shared/projection/index.ts";
 import {
   type IndexStore,
   openIndexStore,
@@ -46,7 +47,9 @@ export async function startSearchIndex(deps: {
       }
       const logger = deps.logger.child({ component: "indexer" });
       const { layout } = deps.hub;
-      // One indexer per partition, each on its own lease and with its own position in the store.
+      // One indexer per partition, each on its own lease and with its own position in the store;
+      // those this process folds share one round pace (shared/projection/pacer.ts).
+      const pacer = createRoundPacer();
       for (let partition = 0; partition < layout.partitions; partition++) {
         const partitionLogger = layout.partitions === 1 ? logger : logger.child({ partition });
         const indexer = createIndexer({
@@ -60,6 +63,7 @@ export async function startSearchIndex(deps: {
           retentionMs: parseDuration(config.nats.events_max_age),
           // One writer per partition at a time: the partition's lease (at P > 1 a claim).
           lease: leases.lease("indexer", partition),
+          pacer,
         });
         await indexer.start();
         stoppables.push({ name: `indexer p${partition}`, stop: indexer.stop });

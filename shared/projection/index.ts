@@ -1,5 +1,6 @@
 export { AckFloor } from "./ack-floor.ts";
 export { HeldJobs } from "./held.ts";
+export { createRoundPacer, type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
 export * from "./read-model.ts";
 export {
   createProjectionRunner,

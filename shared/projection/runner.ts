@@ -14,6 +14,7 @@ import {
 import type { EventLayout } from "../jobs/index.ts";
 import { retryWhile } from "../lease/index.ts";
 import type { Logger } from "../log/index.ts";
+import { type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
 import {
   type Fence,
   type Pace,
@@ -37,6 +38,11 @@ export interface ProjectionRunnerDeps<State> {
   readonly slot: ProjectionSlot;
   readonly model: ReadModel<State>;
   readonly pace: Pace;
+  /**
+   * Shared by the runners of one read model in one process (one per partition): their round gap
+   * grows with the runners folding (pacer.ts). Without it each runner paces alone.
+   */
+  readonly pacer?: RoundPacer;
 }
 
 export interface ProjectionRunner {
@@ -81,6 +87,8 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   /** stop() was called: nothing is taken again after it. */
   let stopped = false;
   let loopDone: Promise<void> = Promise.resolve();
+  /** Counts this runner among the pacer's while it folds. */
+  let leavePacer: (() => void) | undefined;
 
   /** Waits for new messages, for the oldest held job's linger, or for the model's idle wake. */
   const idle = async () => {
@@ -110,8 +118,9 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
       }
     }
     const sinceLastRound = Date.now() - roundStartedAt;
-    if (running && queue.length < pace.maxBatch && sinceLastRound < pace.roundGapMs) {
-      await Bun.sleep(pace.roundGapMs - sinceLastRound);
+    const gapMs = sharedRoundGapMs(deps.pacer, { baseMs: pace.roundGapMs, capMs: pace.lingerMs });
+    if (running && queue.length < pace.maxBatch && sinceLastRound < gapMs) {
+      await Bun.sleep(gapMs - sinceLastRound);
     }
     const batch = queue.slice(0, pace.maxBatch);
     queue = queue.slice(batch.length);
@@ -176,6 +185,8 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     const stream = await consumer.consume({ max_messages: 500 });
     messages = stream;
     running = true;
+    leavePacer?.();
+    leavePacer = deps.pacer?.join();
     loopDone = loop();
     pump = pumpOwnedDurable({
       messages: stream,
@@ -236,6 +247,8 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
       rounds.drop();
     }
     running = false;
+    leavePacer?.();
+    leavePacer = undefined;
     pump?.roomMade();
     await messages?.close();
     wake?.();

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { createFloorTopology, FLOOR_STREAM } from "../../bench/peer/floor-common.ts";
+import { createFloorTopology, floorLayout } from "../../bench/peer/floor-common.ts";
 import { generateWebhookSecret, verifyWebhook } from "../../shared/webhooks/index.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -63,8 +63,12 @@ async function spawnFloor(
   return out;
 }
 
-/** One floor: its own nats-server, its worker processes (FLOOR_ROLE each) and its server. */
-function describeFloor(name: string, roles: readonly string[]) {
+/**
+ * One floor: its own nats-server, its worker processes (FLOOR_ROLE each) and its server; with
+ * `partitions` > 1 its streams and view buckets are one per partition (the partitions run).
+ */
+function describeFloor(name: string, roles: readonly string[], partitions = 1) {
+  const layout = floorLayout(partitions);
   describe(name, () => {
     let nats: TestNats;
     let base = "";
@@ -77,8 +81,15 @@ function describeFloor(name: string, roles: readonly string[]) {
         runsInFlight: 64,
         viewsInFlight: 1024,
         split: roles.length > 1,
+        partitions,
       });
-      const env = { NATS_URL: nats.url, PEER_TOKEN: TOKEN, WEBHOOK_SECRET: SECRET, PORT: "0" };
+      const env = {
+        NATS_URL: nats.url,
+        PEER_TOKEN: TOKEN,
+        WEBHOOK_SECRET: SECRET,
+        PORT: "0",
+        FLOOR_PARTITIONS: String(partitions),
+      };
       for (const role of roles) {
         await spawnFloor(children, "bench/peer/floor-worker.ts", { ...env, FLOOR_ROLE: role });
       }
@@ -107,10 +118,24 @@ function describeFloor(name: string, roles: readonly string[]) {
     }
 
     const storedFor = async (jobId: string) => {
-      const info = await (await jetstreamManager(nats.nc)).streams.info(FLOOR_STREAM, {
-        subjects_filter: `floor.*.${jobId}`,
+      const stream = layout.stream(layout.partitionOf(jobId));
+      const info = await (await jetstreamManager(nats.nc)).streams.info(stream, {
+        subjects_filter: layout.subject("run", jobId).replace(".run.", ".*."),
       });
       return info.state.subjects ?? {};
+    };
+    /** Its events once all three are stored: callback.delivered follows the callback's 2xx. */
+    const settledEvents = (jobId: string) =>
+      waitFor("the job's three events", async () => {
+        const stored = await storedFor(jobId);
+        return Object.keys(stored).length === 3 ? stored : undefined;
+      });
+    const storedInAll = async () => {
+      const jsm = await jetstreamManager(nats.nc);
+      let n = 0;
+      for (let p = 0; p < partitions; p++)
+        n += (await jsm.streams.info(layout.stream(p))).state.messages;
+      return n;
     };
 
     test("a replayed request_id names the same job, whose run is stored once; GET serves its view", async () => {
@@ -127,10 +152,10 @@ function describeFloor(name: string, roles: readonly string[]) {
         return res.ok ? ((await res.json()) as { status: string; output: string }) : undefined;
       });
       expect(view).toMatchObject({ status: "done", output: "input of replayed" });
-      expect(await storedFor(jobId)).toEqual({
-        [`floor.run.${jobId}`]: 1,
-        [`floor.done.${jobId}`]: 1,
-        [`floor.cb.${jobId}`]: 1,
+      expect(await settledEvents(jobId)).toEqual({
+        [layout.subject("run", jobId)]: 1,
+        [layout.subject("done", jobId)]: 1,
+        [layout.subject("cb", jobId)]: 1,
       });
       expect(delivered.get(jobId)).toBe(1);
     });
@@ -141,18 +166,19 @@ function describeFloor(name: string, roles: readonly string[]) {
         timeoutMs: 15_000,
       });
       expect(refused.has(body.job_id)).toBe(true);
-      expect(Object.values(await storedFor(body.job_id))).toEqual([1, 1, 1]);
+      expect(Object.values(await settledEvents(body.job_id))).toEqual([1, 1, 1]);
     });
 
     test("a wrong token is refused with 401 and stores nothing", async () => {
-      const jsm = await jetstreamManager(nats.nc);
-      const before = (await jsm.streams.info(FLOOR_STREAM)).state.messages;
+      const before = await storedInAll();
       const res = await run("unauthorised", "/cb", "wrong");
       expect(res.status).toBe(401);
-      expect((await jsm.streams.info(FLOOR_STREAM)).state.messages).toBe(before);
+      expect(await storedInAll()).toBe(before);
     });
   });
 }
 
 describeFloor("the JetStream floor", ["worker"]);
 describeFloor("the split floor", ["executor", "callback", "views"]);
+describeFloor("the JetStream floor over 8 partitions", ["worker"], 8);
+describeFloor("the split floor over 8 partitions", ["executor", "callback", "views"], 8);

@@ -3,6 +3,7 @@ import {
   evaluateGoals,
   evaluatePartitionGoals,
   type GoalInputs,
+  type GoalRow,
   status,
 } from "../../bench/lib/goals.ts";
 import { PEER_NAMES, parsePeerSelection } from "../../bench/lib/peers.ts";
@@ -174,6 +175,48 @@ describe("partitions goals", () => {
       byGoalP({ cpuUsPerJob: {}, idleCores: { 16: 0.0201 } })["idle CPU of the whole hub at P = 16"]
         ?.met,
     ).toBe(false);
+  });
+
+  test("given the floor's CPU per job at P = 1 and P = 8, the row shows its ratio beside the hub's", () => {
+    const g = byGoalP({
+      cpuUsPerJob: { 1: 1000, 8: 1340 },
+      idleCores: {},
+      floorCpuUsPerJob: { 1: 400, 8: 420 },
+      floorSplitCpuUsPerJob: { 1: 600, 8: 690 },
+    })["hub CPU per job, P = 8 ÷ P = 1"];
+    expect(g?.floor).toEqual({ value: "1.05 (420 vs 400 µs)", met: true });
+    expect(g?.floorSplit).toEqual({ value: "1.15 (690 vs 600 µs)", met: false });
+    // The floor keeps the ratio within 1.1, so the hub's miss is its own; the split floor misses.
+    expect(status(g as GoalRow)).toBe(
+      "missed; out of reach for the service split (the split floor misses too)",
+    );
+  });
+
+  test("a hub miss is out of reach only when the floor misses the ratio too", () => {
+    const row = (floor: Record<number, number>) =>
+      byGoalP({ cpuUsPerJob: { 1: 1000, 8: 1340 }, idleCores: {}, floorCpuUsPerJob: floor })[
+        "hub CPU per job, P = 8 ÷ P = 1"
+      ] as GoalRow;
+    expect(status(row({ 1: 400, 8: 480 }))).toBe("missed; out of reach (the floor misses too)");
+    expect(status(row({ 1: 400, 8: 440 }))).toBe("missed"); // 1.10: the floor meets it
+    // A hub that meets the goal is met, whatever the floor does.
+    const met = byGoalP({
+      cpuUsPerJob: { 1: 1000, 8: 1050 },
+      idleCores: {},
+      floorCpuUsPerJob: { 1: 400, 8: 480 },
+    })["hub CPU per job, P = 8 ÷ P = 1"] as GoalRow;
+    expect(status(met)).toBe("met");
+  });
+
+  test("a floor measured at one P only (or not at all) shows no floor figure", () => {
+    const g = byGoalP({
+      cpuUsPerJob: { 1: 1000, 8: 1340 },
+      idleCores: {},
+      floorCpuUsPerJob: { 1: 400 },
+    })["hub CPU per job, P = 8 ÷ P = 1"];
+    expect(g?.floor).toBeUndefined();
+    expect(g?.floorSplit).toBeUndefined();
+    expect(status(g as GoalRow)).toBe("missed");
   });
 
   test("a partition count the run left out is not measured", () => {
