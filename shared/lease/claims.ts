@@ -144,7 +144,12 @@ export function createPartitionClaims(deps: {
     if (mine === undefined) return;
     await standDown(key, h);
     const value: ClaimRecord = { owner: "", holder: "", epoch: mine.epoch };
-    await deps.claims.update(key, JSON.stringify(value), mine.revision).catch(() => undefined);
+    await deps.claims.update(key, JSON.stringify(value), mine.revision).catch((err: unknown) => {
+      logger.warn(
+        { ...log(key), err: (err as Error).message },
+        "release not written; the claim is freed at a later renewal",
+      );
+    });
   };
 
   const loseAll = async (why: string) => {
@@ -213,8 +218,10 @@ export function createPartitionClaims(deps: {
         seen === undefined
           ? await deps.claims.create(key, JSON.stringify(value))
           : await deps.claims.update(key, JSON.stringify(value), seen.revision);
-    } catch {
-      return; // another member claimed it first; the watch tells
+    } catch (err) {
+      // Another member claimed it first (the watch tells), or the claims' store is away.
+      logger.info({ ...log(key), err: (err as Error).message }, "claim not taken");
+      return;
     }
     held.set(key, { group, partition, revision, epoch });
     watch.noteClaim(key, { revision, epoch, owner: member });
@@ -244,8 +251,9 @@ export function createPartitionClaims(deps: {
         const revision = await deps.claims.update(key, JSON.stringify(value), seen.revision);
         watch.noteClaim(key, { revision, epoch: seen.epoch, owner: undefined });
         logger.info(log(key), "claim held by nobody freed");
-      } catch {
+      } catch (err) {
         // Changed meanwhile (the watch tells), or the store is away: tried again next tick.
+        logger.info({ ...log(key), err: (err as Error).message }, "claim held by nobody not freed");
       }
     }
   };
