@@ -20,7 +20,8 @@
  * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services
  * under --cpu-prof; summarise the profile with `bun bench/profile.ts <file>`), BENCH_PARTITIONS (a
  * partition count or a comma list such as 1,8,16: instead of the scenarios, the hub at each P with
- * a fresh store, side by side: idle CPU and the e2e closed loop; bench/lib/partitions.ts).
+ * a fresh store, side by side: idle CPU and the e2e closed loop, or with BENCH_E2E_JOBS=0 the idle
+ * window only; bench/lib/partitions.ts).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";

@@ -3,14 +3,16 @@
  * 27's benchmarks). P is fixed when a store is created, so each P gets a fresh nats-server store
  * and a fresh hub; the receiver and the load generator are the same for every P. Per P: the idle
  * window after settling, then the e2e closed loop (bench.echo with a callback) with CPU of every
- * hub process and nats-server's counters read before it and after its drain.
+ * hub process and nats-server's counters read before it and after its drain. `BENCH_E2E_JOBS=0`
+ * measures the idle window only. Over the idle window the messages each hub connection sent and
+ * was sent (nats-server's /connz) say what wakes an idle process.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, round } from "./common.ts";
 import { evaluatePartitionGoals, fmtNum as fmt, type GoalRow, status } from "./goals.ts";
-import type { CostTotals, JetStreamMonitor } from "./jetstream.ts";
-import { cpuUsPerUnit, HUB_PROCS } from "./phase.ts";
+import type { ConnMessages, CostTotals, JetStreamMonitor } from "./jetstream.ts";
+import { cpuUsPerUnit, HUB_PROCS, HUB_SERVICES } from "./phase.ts";
 import type { BenchContext, E2eFigures, IdleFigures } from "./scenarios.ts";
 import { e2ePhase, measureIdle } from "./scenarios.ts";
 
@@ -47,10 +49,35 @@ export interface PartitionsDeps {
   readonly idleSec: number;
 }
 
+/** Messages per second of one connection over the idle window: sent by it (in) and to it (out). */
+export type IdleMessageRates = Readonly<
+  Record<string, { readonly in: number; readonly out: number }>
+>;
+
 export interface PartitionFigures {
   readonly partitions: number;
   readonly idle: IdleFigures;
-  readonly closed: E2eFigures;
+  /** By connection name (`switchyard-<service>`), over the idle window. */
+  readonly idleMessages: IdleMessageRates;
+  /** Absent when the run measured the idle window only (BENCH_E2E_JOBS=0). */
+  readonly closed?: E2eFigures;
+}
+
+/** Messages per second of each connection between two /connz readings `windowSec` apart. */
+export function idleMessageRates(
+  before: ConnMessages,
+  after: ConnMessages,
+  windowSec: number,
+): IdleMessageRates {
+  const rates: Record<string, { in: number; out: number }> = {};
+  for (const [name, a] of Object.entries(after)) {
+    const b = before[name] ?? { in: 0, out: 0 };
+    rates[name] = {
+      in: round(Math.max(0, a.in - b.in) / windowSec, 2),
+      out: round(Math.max(0, a.out - b.out) / windowSec, 2),
+    };
+  }
+  return rates;
 }
 
 export async function partitionsScenario(
@@ -71,9 +98,15 @@ export async function partitionsScenario(
       };
       ctx.log(`P = ${partitions}: settling ${deps.settleSec} s, then ${deps.idleSec} s idle`);
       await Bun.sleep(deps.settleSec * 1000);
+      const connsBefore = await hub.monitor.connz();
       const idle = await measureIdle(at, deps.idleSec);
+      const idleMessages = idleMessageRates(connsBefore, await hub.monitor.connz(), deps.idleSec);
+      if (ctx.settings.e2eJobs === 0) {
+        out.push({ partitions, idle, idleMessages });
+        continue;
+      }
       const closed = await e2ePhase(at, "hub", "closed");
-      out.push({ partitions, idle, closed });
+      out.push({ partitions, idle, idleMessages, closed });
     } finally {
       await hub.stop();
     }
@@ -88,13 +121,15 @@ const idleHubCores = (f: PartitionFigures) =>
   );
 
 const perJob = (f: PartitionFigures, key: keyof CostTotals) =>
-  f.closed.phase.jetstream?.perUnit[key] ?? Number.NaN;
+  f.closed?.phase.jetstream?.perUnit[key] ?? Number.NaN;
 
 /** The goal rows of the partitions run (bench/lib/goals.ts). */
 export function partitionGoals(figures: readonly PartitionFigures[]): GoalRow[] {
   return evaluatePartitionGoals({
     cpuUsPerJob: Object.fromEntries(
-      figures.map((f) => [f.partitions, cpuUsPerUnit(f.closed.phase, HUB_PROCS)]),
+      figures.flatMap((f) =>
+        f.closed ? [[f.partitions, cpuUsPerUnit(f.closed.phase, HUB_PROCS)]] : [],
+      ),
     ),
     idleCores: Object.fromEntries(figures.map((f) => [f.partitions, idleHubCores(f)])),
   });
@@ -110,19 +145,29 @@ function table(header: readonly string[], rows: readonly string[][]): string[] {
 /** The side-by-side table (one row per P) and the partitions goals. */
 export function renderPartitionsReport(figures: readonly PartitionFigures[]): string {
   const svc = (f: PartitionFigures, name: string) =>
-    fmt(((f.closed.phase.cpuSec[name] ?? Number.NaN) * 1e6) / f.closed.phase.units);
+    f.closed
+      ? fmt(((f.closed.phase.cpuSec[name] ?? Number.NaN) * 1e6) / f.closed.phase.units)
+      : "–";
   const rows = figures.map((f) => [
     String(f.partitions),
-    fmt(f.closed.completed),
-    fmt(f.closed.completedPerSec),
-    fmt(cpuUsPerUnit(f.closed.phase, HUB_PROCS)),
+    fmt(f.closed?.completed ?? Number.NaN),
+    fmt(f.closed?.completedPerSec ?? Number.NaN),
+    f.closed ? fmt(cpuUsPerUnit(f.closed.phase, HUB_PROCS)) : "–",
     HUB_PROCS.map((p) => svc(f, p)).join(" / "),
     `${fmt(perJob(f, "stored"), 2)} (${fmt(perJob(f, "storedStreams"), 2)} + ${fmt(perJob(f, "storedKv"), 2)})`,
     fmt(perJob(f, "deliveries"), 2),
     fmt(perJob(f, "acks"), 2),
     fmt(perJob(f, "pulls"), 2),
     fmt(idleHubCores(f), 4),
-    fmt(f.closed.cpuCores["(others)"], 2),
+    fmt(f.closed?.cpuCores["(others)"] ?? Number.NaN, 2),
+  ]);
+  const idleRows = figures.map((f) => [
+    String(f.partitions),
+    ...HUB_PROCS.map((p) => fmt(f.idle.cores[p] ?? Number.NaN, 4)),
+    HUB_SERVICES.map((p) => {
+      const m = f.idleMessages[`switchyard-${p}`];
+      return m ? `${fmt(m.in, 2)}/${fmt(m.out, 2)}` : "–";
+    }).join("  "),
   ]);
   const goals = partitionGoals(figures);
   return [
@@ -144,6 +189,9 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
       ],
       rows,
     ),
+    "",
+    `idle window per process (cores), and NATS messages/s each service sent/received:`,
+    ...table(["P", ...HUB_PROCS, `msgs/s in/out ${HUB_SERVICES.join(" / ")}`], idleRows),
     "",
     "partitions goals (issue 27):",
     ...table(
