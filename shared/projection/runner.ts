@@ -6,6 +6,7 @@ import type {
 } from "@nats-io/jetstream";
 import {
   type DurableOptions,
+  IDLE_PULL,
   type OwnedDurablePump,
   pumpOwnedDurable,
   recreateDurableAt,
@@ -164,7 +165,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         : await recreateDurableAt(deps.jsm, { ...options, fromSeq: resume }).then(() => resume);
     rounds.restart();
     const consumer = await deps.js.consumers.get(slot.stream, durable);
-    const stream = await consumer.consume({ max_messages: 500 });
+    const stream = await consumer.consume({ max_messages: 500, ...IDLE_PULL });
     messages = stream;
     running = true;
     loopDone = loop();
