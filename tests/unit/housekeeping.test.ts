@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { dueBeats, type IndexPartitionState } from "../../services/indexer/index.ts";
+import { IDLE_PULL } from "../../shared/bus/index.ts";
+import { untilAlignedTick } from "../../shared/lease/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { createHousekeeping, type HousekeepingTimers } from "../../shared/projection/index.ts";
 
@@ -137,5 +139,32 @@ describe("index heartbeats", () => {
         5_000,
       ),
     ).toEqual([]);
+  });
+});
+
+describe("idle pulls", () => {
+  test("the heartbeat is one nats-server 2.9 accepts and nats.js keeps, and notices a lost pull within 30 s", () => {
+    // nats-server refuses a pull whose heartbeat is more than half its expiry ("heartbeat value
+    // too large"); nats.js clamps a heartbeat above 30 s; two missed heartbeats end a lost pull.
+    expect(IDLE_PULL.idle_heartbeat * 2).toBeLessThanOrEqual(IDLE_PULL.expires);
+    expect(IDLE_PULL.idle_heartbeat).toBeLessThanOrEqual(30_000);
+    expect(IDLE_PULL.idle_heartbeat * 2).toBeLessThanOrEqual(30_000);
+    expect(IDLE_PULL.expires).toBeGreaterThan(30_000);
+  });
+});
+
+describe("member renewals in step", () => {
+  test("the next renewal falls on the next whole second, never more than a second away", () => {
+    expect(untilAlignedTick(10_000)).toBe(1_000);
+    expect(untilAlignedTick(10_001)).toBe(999);
+    expect(untilAlignedTick(10_999)).toBe(1);
+    // Two processes whose ticks ended at different moments renew at the same instant.
+    expect(12_345 + untilAlignedTick(12_345)).toBe(12_777 + untilAlignedTick(12_777));
+    for (const now of [0, 1, 499, 500, 999, 1_000, 1_732_000_123_456]) {
+      const wait = untilAlignedTick(now);
+      expect(wait).toBeGreaterThan(0);
+      expect(wait).toBeLessThanOrEqual(1_000);
+      expect((now + wait) % 1_000).toBe(0);
+    }
   });
 });
