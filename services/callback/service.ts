@@ -9,7 +9,6 @@ import {
   decodeEvent,
   EVENT_TYPE_HEADER,
   ensureDurable,
-  IDLE_PULL,
   PoisonMessageError,
   TOPOLOGY,
   TRACEPARENT_HEADER,
@@ -336,7 +335,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
 
   const consume = async (stream: string, name: string, handle: (msg: JsMsg) => Promise<void>) => {
     const consumer = await deps.js.consumers.get(stream, name);
-    const messages = await consumer.consume({ max_messages: 512, ...IDLE_PULL });
+    const messages = await consumer.consume({ max_messages: 512 });
     streams.push(messages);
     loops.push(pump(messages, handle));
   };

@@ -2,7 +2,6 @@ import type { Consumer, JetStreamClient, JetStreamManager, JsMsg } from "@nats-i
 import {
   decodeEvent,
   ensureDurable,
-  IDLE_PULL,
   PoisonMessageError,
   TOPOLOGY,
   TRACEPARENT_HEADER,
@@ -129,9 +128,6 @@ export function createAdmission(deps: AdmissionDeps): Admission {
   const pullRuns = (consumer: Consumer): PullLoop =>
     runPullLoop({
       consumer,
-      // One loop per partition: the long idle pull (IDLE_PULL).
-      expiresMs: IDLE_PULL.expires,
-      heartbeatMs: IDLE_PULL.idle_heartbeat,
       free: () => deps.slots.free(),
       slotFreed: () => deps.slots.freed(),
       onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),

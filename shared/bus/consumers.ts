@@ -7,18 +7,6 @@ import {
 import { isJsError } from "./js-errors.ts";
 import { TOPOLOGY } from "./topology.ts";
 
-/**
- * Pull options of the loops that wait on a durable for as long as nothing arrives: the read
- * models' runners and the callback's and executor's loops, one per partition each. A waiting pull
- * is answered as soon as messages arrive, so its expiry costs no latency; at rest each loop costs
- * a new pull and its 408 per expiry, and the server's idle heartbeats with the client's check of
- * them, times P. Two minutes instead of nats.js's 30 s takes three of every four pulls off an idle
- * hub. The heartbeat stays at 15 s (nats.js would derive 30 s from this expiry): two missed ones
- * are how a loop notices a pull lost with a consumer leader that died (a cluster node SIGKILLed),
- * so that stays within 30 s as before.
- */
-export const IDLE_PULL = { expires: 120_000, idle_heartbeat: 15_000 } as const;
-
 export interface DurableOptions {
   readonly name: string;
   readonly filterSubject: string;

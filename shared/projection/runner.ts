@@ -6,7 +6,6 @@ import type {
 } from "@nats-io/jetstream";
 import {
   type DurableOptions,
-  IDLE_PULL,
   type OwnedDurablePump,
   pumpOwnedDurable,
   recreateDurableAt,
@@ -165,7 +164,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         : await recreateDurableAt(deps.jsm, { ...options, fromSeq: resume }).then(() => resume);
     rounds.restart();
     const consumer = await deps.js.consumers.get(slot.stream, durable);
-    const stream = await consumer.consume({ max_messages: 500, ...IDLE_PULL });
+    const stream = await consumer.consume({ max_messages: 500 });
     messages = stream;
     running = true;
     loopDone = loop();

@@ -14,11 +14,6 @@ export interface PullLoopOptions {
    * (2 s cost 0.0025 cores per loop, a quarter of the whole hub's idle budget).
    */
   readonly expiresMs?: number;
-  /**
-   * The server's idle heartbeat on a waiting pull (default: nats.js's, half the expiry up to 30 s).
-   * Two missed ones end the pull, and the loop pulls again.
-   */
-  readonly heartbeatMs?: number;
 }
 
 export interface PullLoop {
@@ -50,7 +45,6 @@ export function runPullLoop(options: PullLoopOptions): PullLoop {
         const batch = await options.consumer.fetch({
           max_messages: options.free(),
           expires: options.expiresMs ?? 30_000,
-          ...(options.heartbeatMs === undefined ? {} : { idle_heartbeat: options.heartbeatMs }),
         });
         current = batch;
         if (stopped) await batch.close();

@@ -1,5 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { IDLE_PULL, TRACEPARENT_HEADER } from "../../../../shared/bus/index.ts";
+import { TRACEPARENT_HEADER } from "../../../../shared/bus/index.ts";
 import { readStatus } from "../../../../shared/jobs/index.ts";
 import { lazyChild } from "../../../../shared/log/index.ts";
 import { headerOf } from "../../../../shared/nats/index.ts";
@@ -91,9 +91,6 @@ export function createRouteQueue(deps: {
       const consumer = await ctx.js.consumers.get(TASK_STREAM, taskConsumerName(route.key));
       loop = runPullLoop({
         consumer,
-        // One loop per route: the long idle pull (IDLE_PULL).
-        expiresMs: IDLE_PULL.expires,
-        heartbeatMs: IDLE_PULL.idle_heartbeat,
         free: () => Math.min(deps.slots.free(), ctx.slots.free()),
         slotFreed: () => (deps.slots.free() <= 0 ? deps.slots.freed() : ctx.slots.freed()),
         onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
