@@ -20,17 +20,6 @@ import {
 import { decideClaims } from "./partitions-decide.ts";
 
 const RENEW_EVERY_MS = 1_000;
-
-/**
- * How long until the next renewal: at the next whole multiple of `everyMs` on the wall clock, so
- * every member of a hub renews in step and an idle process gets its own renewal's answer and the
- * other members' renewals (the member watch) together, one wake-up a second instead of one each.
- * Never later than `everyMs` from now, so renewals are never further apart than unaligned ones.
- */
-export function untilAlignedTick(now: number, everyMs = RENEW_EVERY_MS): number {
-  const left = everyMs - (now % everyMs);
-  return left === 0 ? everyMs : left;
-}
 /**
  * Beyond the TTL: a member not seen renewing for this much longer is counted out of the share
  * (its record has expired by then, unless a renewal reached this process late).
@@ -302,7 +291,7 @@ export function createPartitionClaims(deps: {
 
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(() => void serialised(tick).then(schedule), untilAlignedTick(Date.now()));
+    timer = setTimeout(() => void serialised(tick).then(schedule), RENEW_EVERY_MS);
   };
 
   const stopAll = async () => {

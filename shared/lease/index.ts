@@ -167,11 +167,6 @@ export function createLease(deps: {
   };
 }
 
-export {
-  createPartitionClaims,
-  openClaimsBucket,
-  type PartitionClaims,
-  untilAlignedTick,
-} from "./claims.ts";
+export { createPartitionClaims, openClaimsBucket, type PartitionClaims } from "./claims.ts";
 export { CLAIMS_BUCKET, type ClaimRecord, claimKey, memberKey } from "./claims-view.ts";
 export { type ClaimAction, type ClaimsView, decideClaims } from "./partitions-decide.ts";

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { dueBeats, type IndexPartitionState } from "../../services/indexer/index.ts";
-import { untilAlignedTick } from "../../shared/lease/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { createHousekeeping, type HousekeepingTimers } from "../../shared/projection/index.ts";
 
@@ -138,21 +137,5 @@ describe("index heartbeats", () => {
         5_000,
       ),
     ).toEqual([]);
-  });
-});
-
-describe("member renewals in step", () => {
-  test("the next renewal falls on the next whole second, never more than a second away", () => {
-    expect(untilAlignedTick(10_000)).toBe(1_000);
-    expect(untilAlignedTick(10_001)).toBe(999);
-    expect(untilAlignedTick(10_999)).toBe(1);
-    // Two processes whose ticks ended at different moments renew at the same instant.
-    expect(12_345 + untilAlignedTick(12_345)).toBe(12_777 + untilAlignedTick(12_777));
-    for (const now of [0, 1, 499, 500, 999, 1_000, 1_732_000_123_456]) {
-      const wait = untilAlignedTick(now);
-      expect(wait).toBeGreaterThan(0);
-      expect(wait).toBeLessThanOrEqual(1_000);
-      expect((now + wait) % 1_000).toBe(0);
-    }
   });
 });
