@@ -21,7 +21,8 @@
  * under --cpu-prof; summarise the profile with `bun bench/profile.ts <file>`), BENCH_PARTITIONS (a
  * partition count or a comma list such as 1,8,16: instead of the scenarios, the hub at each P with
  * a fresh store, side by side: idle CPU and the e2e closed loop, then the floors BENCH_PEER names
- * (floor, floor-split; the other peers are left out) at the same P; bench/lib/partitions.ts).
+ * (floor, floor-split; the other peers are left out) at the same P; with BENCH_E2E_JOBS=0 the idle
+ * window only; bench/lib/partitions.ts).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";

@@ -247,6 +247,23 @@ export function undrained(jsz: JszSnapshot): Backlog[] {
     .map(([consumer, c]) => ({ consumer, pending: c.pending, ackPending: c.ackPending }));
 }
 
+/** Messages in and out of each named client connection (`/connz`), summed per name. */
+export type ConnMessages = Readonly<Record<string, { readonly in: number; readonly out: number }>>;
+
+export function parseConnz(body: unknown): ConnMessages {
+  const out: Record<string, { in: number; out: number }> = {};
+  const conns = (body as { connections?: unknown[] }).connections ?? [];
+  for (const raw of conns) {
+    const c = raw as { name?: unknown; in_msgs?: unknown; out_msgs?: unknown };
+    const name = typeof c.name === "string" && c.name !== "" ? c.name : "(unnamed)";
+    const seen = out[name] ?? { in: 0, out: 0 };
+    seen.in += typeof c.in_msgs === "number" ? c.in_msgs : 0;
+    seen.out += typeof c.out_msgs === "number" ? c.out_msgs : 0;
+    out[name] = seen;
+  }
+  return out;
+}
+
 /** Reads the monitoring endpoint at `base` (http://127.0.0.1:<port>). */
 export function createJetStreamMonitor(base: string) {
   const get = async (path: string): Promise<unknown> => {
@@ -258,6 +275,8 @@ export function createJetStreamMonitor(base: string) {
     parseJsz(await get("/jsz?accounts=true&streams=true&consumers=true&config=true"));
   return {
     jsz,
+    /** Messages per named connection: what each process sent (in) and was sent (out). */
+    connz: async () => parseConnz(await get("/connz?limit=1024")),
     async snapshot(): Promise<JetStreamSnapshot> {
       const [j, s] = await Promise.all([jsz(), get("/subsz?subs=1&limit=1000000")]);
       return { jsz: j, subs: parseSubsz(s) };

@@ -3,7 +3,9 @@
  * 27's benchmarks). P is fixed when a store is created, so each P gets a fresh nats-server store
  * and a fresh hub; the receiver and the load generator are the same for every P. Per P: the idle
  * window after settling, then the e2e closed loop (bench.echo with a callback) with CPU of every
- * hub process and nats-server's counters read before it and after its drain.
+ * hub process and nats-server's counters read before it and after its drain. `BENCH_E2E_JOBS=0`
+ * measures the idle window only. Over the idle window the messages each hub connection sent and
+ * was sent (nats-server's /connz) say what wakes an idle process.
  *
  * Then, with the hub stopped, each JetStream floor BENCH_PEER names (floor, floor-split) at the
  * same P: the floor's work spread over P streams and view buckets of a fresh nats-server of its
@@ -16,8 +18,8 @@ import { join } from "node:path";
 import { ROOT, round } from "./common.ts";
 import type { FloorName, FloorPeer } from "./floor-peer.ts";
 import { evaluatePartitionGoals, fmtNum as fmt, type GoalRow, status } from "./goals.ts";
-import type { CostTotals, JetStreamMonitor } from "./jetstream.ts";
-import { cpuUsPerUnit, HUB_PROCS } from "./phase.ts";
+import type { ConnMessages, CostTotals, JetStreamMonitor } from "./jetstream.ts";
+import { cpuUsPerUnit, HUB_PROCS, HUB_SERVICES } from "./phase.ts";
 import type { BenchContext, E2eFigures, IdleFigures } from "./scenarios.ts";
 import { e2ePhase, measureIdle } from "./scenarios.ts";
 
@@ -63,10 +65,18 @@ export interface FloorFigures {
   readonly closed: E2eFigures;
 }
 
+/** Messages per second of one connection over the idle window: sent by it (in) and to it (out). */
+export type IdleMessageRates = Readonly<
+  Record<string, { readonly in: number; readonly out: number }>
+>;
+
 export interface PartitionFigures {
   readonly partitions: number;
   readonly idle: IdleFigures;
-  readonly closed: E2eFigures;
+  /** By connection name (`switchyard-<service>`), over the idle window. */
+  readonly idleMessages: IdleMessageRates;
+  /** Absent when the run measured the idle window only (BENCH_E2E_JOBS=0). */
+  readonly closed?: E2eFigures;
   readonly floors: Partial<Record<FloorName, FloorFigures>>;
 }
 
@@ -94,6 +104,23 @@ async function floorAt(
   }
 }
 
+/** Messages per second of each connection between two /connz readings `windowSec` apart. */
+export function idleMessageRates(
+  before: ConnMessages,
+  after: ConnMessages,
+  windowSec: number,
+): IdleMessageRates {
+  const rates: Record<string, { in: number; out: number }> = {};
+  for (const [name, a] of Object.entries(after)) {
+    const b = before[name] ?? { in: 0, out: 0 };
+    rates[name] = {
+      in: round(Math.max(0, a.in - b.in) / windowSec, 2),
+      out: round(Math.max(0, a.out - b.out) / windowSec, 2),
+    };
+  }
+  return rates;
+}
+
 export async function partitionsScenario(
   deps: PartitionsDeps,
   counts: readonly number[],
@@ -112,12 +139,18 @@ export async function partitionsScenario(
       };
       ctx.log(`P = ${partitions}: settling ${deps.settleSec} s, then ${deps.idleSec} s idle`);
       await Bun.sleep(deps.settleSec * 1000);
+      const connsBefore = await hub.monitor.connz();
       const idle = await measureIdle(at, deps.idleSec);
+      const idleMessages = idleMessageRates(connsBefore, await hub.monitor.connz(), deps.idleSec);
+      if (ctx.settings.e2eJobs === 0) {
+        out.push({ partitions, idle, idleMessages, floors: {} });
+        continue;
+      }
       // No backlog polling: each /jsz poll costs nats-server more the more streams and consumers
       // it lists (P × 4 durables), CPU the per-job figures would count against P; the floors are
       // not polled either, and this report shows no backlog peaks.
       const closed = await e2ePhase(at, "hub", "closed", { watchBacklog: false });
-      out.push({ partitions, idle, closed, floors: {} });
+      out.push({ partitions, idle, idleMessages, closed, floors: {} });
     } finally {
       await hub.stop();
     }
@@ -150,7 +183,9 @@ export function partitionGoals(figures: readonly PartitionFigures[]): GoalRow[] 
   const floorSplit = floorCpu(figures, "floor-split");
   return evaluatePartitionGoals({
     cpuUsPerJob: Object.fromEntries(
-      figures.map((f) => [f.partitions, cpuUsPerUnit(f.closed.phase, HUB_PROCS)]),
+      figures.flatMap((f) =>
+        f.closed ? [[f.partitions, cpuUsPerUnit(f.closed.phase, HUB_PROCS)]] : [],
+      ),
     ),
     idleCores: Object.fromEntries(figures.map((f) => [f.partitions, idleHubCores(f)])),
     ...(floor ? { floorCpuUsPerJob: floor } : {}),
@@ -195,15 +230,24 @@ function table(header: readonly string[], rows: readonly string[][]): string[] {
 
 /** The side-by-side table (one row per P) and the partitions goals. */
 export function renderPartitionsReport(figures: readonly PartitionFigures[]): string {
+  const dash = "–";
   const rows = figures.map((f) => [
     String(f.partitions),
-    fmt(f.closed.completed),
-    fmt(f.closed.completedPerSec),
-    fmt(cpuUsPerUnit(f.closed.phase, HUB_PROCS)),
-    HUB_PROCS.map((p) => perProcUs(f.closed, p)).join(" / "),
-    ...jetstreamCells(f.closed),
+    fmt(f.closed?.completed ?? Number.NaN),
+    fmt(f.closed?.completedPerSec ?? Number.NaN),
+    f.closed ? fmt(cpuUsPerUnit(f.closed.phase, HUB_PROCS)) : dash,
+    f.closed ? HUB_PROCS.map((p) => perProcUs(f.closed as E2eFigures, p)).join(" / ") : dash,
+    ...(f.closed ? jetstreamCells(f.closed) : [dash, dash, dash, dash]),
     fmt(idleHubCores(f), 4),
-    fmt(f.closed.cpuCores["(others)"], 2),
+    fmt(f.closed?.cpuCores["(others)"] ?? Number.NaN, 2),
+  ]);
+  const idleRows = figures.map((f) => [
+    String(f.partitions),
+    ...HUB_PROCS.map((p) => fmt(f.idle.cores[p] ?? Number.NaN, 4)),
+    HUB_SERVICES.map((p) => {
+      const m = f.idleMessages[`switchyard-${p}`];
+      return m ? `${fmt(m.in, 2)}/${fmt(m.out, 2)}` : "–";
+    }).join("  "),
   ]);
   const floors = floorRows(figures);
   const goals = partitionGoals(figures);
@@ -247,6 +291,9 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
           ),
         ]
       : []),
+    "",
+    `idle window per process (cores), and NATS messages/s each service sent/received:`,
+    ...table(["P", ...HUB_PROCS, `msgs/s in/out ${HUB_SERVICES.join(" / ")}`], idleRows),
     "",
     "partitions goals (issue 27), with the floors' ratio for the same target where measured:",
     ...table(

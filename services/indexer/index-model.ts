@@ -3,6 +3,7 @@ import type { JobState, JobView } from "../../shared/domain/index.ts";
 import { foldHistory, GenerationalMap, isSettledView } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
+  type Fence,
   type HeldJob,
   ProjectionFencedError,
   type ReadModel,
@@ -15,9 +16,7 @@ import {
   type IndexStore,
 } from "../../shared/search/index.ts";
 import { countChanges, foldRow, type RowFold, rowOf, tenantOf } from "./fold.ts";
-
-const HEARTBEAT_MS = 5_000;
-const PRUNE_MS = 3_600_000;
+import type { IndexPartitionState } from "./housekeeping.ts";
 
 export interface IndexModelDeps {
   readonly jsm: JetStreamManager;
@@ -26,13 +25,14 @@ export interface IndexModelDeps {
   readonly stream: string;
   readonly store: IndexStore;
   readonly logger: Logger;
-  /** Rows of jobs created longer ago than this are pruned (the stream's retention). */
-  readonly retentionMs?: number;
   readonly now?: () => number;
 }
 
-/** The search index as a read model, with the stream position it has reached. */
-export interface IndexModel extends ReadModel<RowFold> {
+/**
+ * The search index as a read model, with the stream position it has reached, and what the
+ * process's housekeeping (housekeeping.ts) reads for its heartbeat.
+ */
+export interface IndexModel extends ReadModel<RowFold>, IndexPartitionState {
   /** Every event at or below this sequence is in the index. */
   appliedSeq(): number;
 }
@@ -64,7 +64,9 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
   /** This indexer's epoch (store.claim): a newer indexer fences this one's writes. */
   let owner = 0;
   let lastWrite = 0;
-  let lastPrune = 0;
+  let lastPending = 0;
+  /** Set at each lead: undefined until the model first opens. */
+  let fence: Fence | undefined;
 
   const row = (stored: JobState): RowFold => ({ stored, view: stored, tenant: undefined });
 
@@ -102,6 +104,7 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
       countChanges(fold.stored, next.view, counts);
     }
     const position = Math.max(applied, batch.position());
+    lastPending = batch.pending;
     // Nothing new (events the index had already): no transaction, but the jobs are done with.
     if (rows.length > 0 || position !== applied) {
       try {
@@ -131,7 +134,9 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
 
   return {
     name: "indexer",
-    async open() {
+    partition: deps.partition,
+    async open(leading) {
+      fence = undefined;
       // A new lead: what this process cached under an earlier one may be stale (another indexer
       // wrote since), so it starts from the store alone.
       unsettled = new GenerationalMap<JobView>(20_000);
@@ -150,6 +155,7 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
         applied = 0;
         written = 0;
       }
+      fence = leading;
     },
     resumeFrom() {
       noRowAbove = written;
@@ -164,19 +170,11 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
     }),
     settled: (state) => state.view !== null && isSettledView(state.view),
     write,
-    async idle(pending) {
-      const at = now();
-      if (at - lastWrite >= HEARTBEAT_MS) {
-        lastWrite = at;
-        await store.heartbeat(pending, at, deps.partition);
-      }
-      // Rows of every partition share the tables: partition 0's indexer prunes them all.
-      if (deps.partition === 0 && deps.retentionMs !== undefined && at - lastPrune >= PRUNE_MS) {
-        lastPrune = at;
-        const removed = await store.prune(at - deps.retentionMs);
-        if (removed > 0) logger.info({ removed }, "index pruned to the stream's retention");
-        await store.optimize();
-      }
+    holding: () => fence?.holding() === true,
+    lastWriteMs: () => lastWrite,
+    pending: () => lastPending,
+    beaten(at) {
+      lastWrite = at;
     },
     appliedSeq: () => applied,
   };

@@ -5,6 +5,7 @@ import type { Logger } from "../../shared/log/index.ts";
 import { createProjectionRunner, type RoundPacer } from "../../shared/projection/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { INDEX_CONSUMER } from "./durable.ts";
+import type { IndexHousekeeping } from "./housekeeping.ts";
 import { createIndexModel } from "./index-model.ts";
 
 export interface IndexerDeps {
@@ -18,8 +19,11 @@ export interface IndexerDeps {
   /** How long a job's row waits for the job to settle before it is written anyway. */
   readonly lingerMs?: number;
   readonly maxBatch?: number;
-  /** Rows of jobs created longer ago than this are pruned (the stream's retention). */
-  readonly retentionMs?: number;
+  /**
+   * The process's heartbeat and prune (one timer for all its partitions). Without it the index's
+   * position moves only with writes (a rebuild, a test).
+   */
+  readonly housekeeping?: IndexHousekeeping;
   /**
    * Active/standby: only the holder of this lease indexes (several replicas may run). Without
    * one, this process indexes unconditionally (a rebuild, a test).
@@ -38,11 +42,6 @@ export interface Indexer {
   appliedSeq(): number;
 }
 
-/**
- * Heartbeat of the index's position while idle: the runner wakes the model this often when it
- * holds nothing.
- */
-const IDLE_WAKE_MS = 5_000;
 /**
  * Least time between two transactions while the queue is not full: events gather into one
  * transaction instead of one (of a job or two) each. A round per arriving message cost a SQLite
@@ -66,7 +65,6 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     stream,
     store: deps.store,
     logger: deps.logger,
-    ...(deps.retentionMs === undefined ? {} : { retentionMs: deps.retentionMs }),
     ...(deps.now ? { now: deps.now } : {}),
   });
   const runner = createProjectionRunner({
@@ -87,10 +85,20 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       lingerMs: deps.lingerMs ?? 100,
       roundGapMs: ROUND_GAP_MS,
       ackWaitMs: 30_000,
-      idleWakeMs: IDLE_WAKE_MS,
       backoffMs: { first: 100, max: 5_000 },
     },
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
   });
-  return { start: runner.start, stop: runner.stop, appliedSeq: model.appliedSeq };
+  let untrack = () => {};
+  return {
+    async start() {
+      untrack = deps.housekeeping?.track(model) ?? untrack;
+      await runner.start();
+    },
+    async stop() {
+      await runner.stop();
+      untrack();
+    },
+    appliedSeq: model.appliedSeq,
+  };
 }

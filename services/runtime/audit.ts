@@ -25,18 +25,39 @@ export async function startAuditCheckpoints(deps: {
   // One chain per partition: each partition's stream is sealed on its own.
   const checkpointers: Checkpointer[] = [];
   for (let partition = 0; partition < layout.partitions; partition++) {
-    const checkpointer = createCheckpointer({
-      js: deps.hub.js,
-      jsm: deps.hub.jsm,
-      layout,
-      partition,
-      signingKey,
-      keyId: audit.key_id,
-      clock: deps.clock,
-      logger: deps.logger.child({ component: "audit", ...(partition > 0 ? { partition } : {}) }),
-    });
-    checkpointer.start(parseDuration(audit.checkpoint_interval));
-    checkpointers.push(checkpointer);
+    checkpointers.push(
+      createCheckpointer({
+        js: deps.hub.js,
+        jsm: deps.hub.jsm,
+        layout,
+        partition,
+        signingKey,
+        keyId: audit.key_id,
+        clock: deps.clock,
+        logger: deps.logger.child({ component: "audit", ...(partition > 0 ? { partition } : {}) }),
+      }),
+    );
   }
-  return { stop: async () => void (await Promise.all(checkpointers.map((c) => c.stop()))) };
+  // One timer seals every partition in turn: a process wakes once per interval, not once per
+  // partition. A round still running when the next is due is not overlapped.
+  let sealing: Promise<void> | undefined;
+  const sealAll = async () => {
+    for (const checkpointer of checkpointers) {
+      await checkpointer.runOnce().catch((err: unknown) => {
+        deps.logger.warn({ err: (err as Error).message }, "audit checkpoint failed; will retry");
+      });
+    }
+  };
+  const timer = setInterval(() => {
+    sealing ??= sealAll().finally(() => {
+      sealing = undefined;
+    });
+  }, parseDuration(audit.checkpoint_interval));
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await sealing;
+      await Promise.all(checkpointers.map((c) => c.stop()));
+    },
+  };
 }

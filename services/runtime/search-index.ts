@@ -7,7 +7,7 @@ import {
   openIndexStore,
   readsAnswerUnavailable,
 } from "../../shared/search/index.ts";
-import { createIndexer } from "../indexer/index.ts";
+import { createIndexer, createIndexHousekeeping } from "../indexer/index.ts";
 import type { ReadModelLeases } from "./read-model-leases.ts";
 import type { ServiceName } from "./run.ts";
 
@@ -47,6 +47,12 @@ export async function startSearchIndex(deps: {
       }
       const logger = deps.logger.child({ component: "indexer" });
       const { layout } = deps.hub;
+      // One timer for the heartbeat and prune of every partition this process leads.
+      const housekeeping = createIndexHousekeeping({
+        store,
+        logger,
+        retentionMs: parseDuration(config.nats.events_max_age),
+      });
       // One indexer per partition, each on its own lease and with its own position in the store;
       // those this process folds share one round pace (shared/projection/pacer.ts).
       const pacer = createRoundPacer();
@@ -60,7 +66,7 @@ export async function startSearchIndex(deps: {
           store,
           logger: partitionLogger,
           lingerMs: parseDuration(config.index.linger),
-          retentionMs: parseDuration(config.nats.events_max_age),
+          housekeeping,
           // One writer per partition at a time: the partition's lease (at P > 1 a claim).
           lease: leases.lease("indexer", partition),
           pacer,
@@ -68,6 +74,7 @@ export async function startSearchIndex(deps: {
         await indexer.start();
         stoppables.push({ name: `indexer p${partition}`, stop: indexer.stop });
       }
+      stoppables.push({ name: "index housekeeping", stop: housekeeping.stop });
     },
     async close() {
       await store?.close();

@@ -1,5 +1,11 @@
 export { AckFloor } from "./ack-floor.ts";
 export { HeldJobs } from "./held.ts";
+export {
+  createHousekeeping,
+  type Housekeeping,
+  type HousekeepingTask,
+  type HousekeepingTimers,
+} from "./housekeeping.ts";
 export { createRoundPacer, type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
 export * from "./read-model.ts";
 export {

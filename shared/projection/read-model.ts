@@ -87,8 +87,6 @@ export interface ReadModel<State> {
    * rejection fails the whole batch; a {@link ProjectionFencedError} stops the runner.
    */
   write(batch: WriteBatch<State>, fence: Fence): Promise<readonly boolean[]>;
-  /** Housekeeping while nothing is queued (heartbeats, pruning). */
-  idle?(pending: number): Promise<void>;
 }
 
 /** What one runner instance owns: its partition, its durable and its lease. */
@@ -118,8 +116,6 @@ export interface Pace {
   readonly roundGapMs: number;
   /** The durable's ack wait. */
   readonly ackWaitMs: number;
-  /** Longest idle wait when the model has housekeeping (undefined: none while nothing is held). */
-  readonly idleWakeMs?: number;
   /** Write backoff: first and longest delay. */
   readonly backoffMs: { readonly first: number; readonly max: number };
 }

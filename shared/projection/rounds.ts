@@ -226,8 +226,6 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
       floor = new AckFloor();
     },
     appliedSeq: () => applied,
-    /** The consumer's pending count at the last delivery. */
-    pending: () => pending,
   };
 }
 

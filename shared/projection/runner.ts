@@ -90,15 +90,17 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   /** Counts this runner among the pacer's while it folds. */
   let leavePacer: (() => void) | undefined;
 
-  /** Waits for new messages, for the oldest held job's linger, or for the model's idle wake. */
+  /**
+   * Waits for new messages or for the oldest held job's linger. Holding nothing it sets no timer:
+   * an idle partition costs no wake-up of its own (housekeeping is one process-wide timer,
+   * housekeeping.ts).
+   */
   const idle = async () => {
     if (queue.length > 0) return;
     const since = rounds.oldestSince();
-    const waitMs =
-      since === undefined ? pace.idleWakeMs : Math.max(0, since + pace.lingerMs - Date.now());
     await new Promise<void>((resolve) => {
       wake = resolve;
-      if (waitMs !== undefined) setTimeout(resolve, waitMs);
+      if (since !== undefined) setTimeout(resolve, Math.max(0, since + pace.lingerMs - Date.now()));
     });
     wake = undefined;
   };
@@ -108,10 +110,9 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     return since !== undefined && Date.now() - since >= pace.lingerMs;
   };
 
-  /** One step of the loop: housekeeping and waiting while idle, else a round. */
+  /** One step of the loop: waiting while idle, else a round. */
   const step = async (roundStartedAt: number): Promise<{ round: boolean; giveUp: boolean }> => {
     if (queue.length === 0 && running) {
-      await model.idle?.(rounds.pending());
       if (!lingerRanOut()) {
         await idle();
         return { round: false, giveUp: false };

@@ -138,12 +138,14 @@ export function openPostgresIndex(
     async position(partition): Promise<StoredPosition> {
       return positionOfRows(await rows(POSITION_SQL, []), partition);
     },
-    async heartbeat(pending, nowMs, partition) {
-      await rows("UPDATE sy_index_meta SET pending = $1, updated_ms = $2 WHERE id = $3", [
-        pending,
-        nowMs,
-        partitionRow(partition),
-      ]);
+    async heartbeat(beats, nowMs) {
+      if (beats.length === 0) return;
+      // One statement for every partition: (id, pending) pairs from $2 on.
+      const values = beats.map((_, i) => `($${2 * i + 2}::int, $${2 * i + 3}::bigint)`).join(", ");
+      await rows(
+        `UPDATE sy_index_meta AS m SET pending = v.pending, updated_ms = $1 FROM (VALUES ${values}) AS v(id, pending) WHERE m.id = v.id`,
+        [nowMs, ...beats.flatMap((b) => [partitionRow(b.partition), b.pending])],
+      );
     },
     async page(query) {
       const { sql: text, params } = pageSql("postgres", query);

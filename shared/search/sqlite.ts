@@ -112,12 +112,11 @@ export function openSqliteIndex(path: string): IndexStore {
     async position(partition): Promise<StoredPosition> {
       return positionOfRows(db.query(POSITION_SQL).all() as Record<string, unknown>[], partition);
     },
-    async heartbeat(pending, nowMs, partition) {
-      db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = ?").run(
-        pending,
-        nowMs,
-        partitionRow(partition),
-      );
+    async heartbeat(beats, nowMs) {
+      const beat = db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = ?");
+      db.transaction(() => {
+        for (const b of beats) beat.run(b.pending, nowMs, partitionRow(b.partition));
+      })();
     },
     async page(query): Promise<Page> {
       const { sql, params } = pageSql("sqlite", query);

@@ -82,6 +82,12 @@ export interface IndexPosition {
   readonly stream: string;
 }
 
+/** One partition's heartbeat: its consumer's pending count at its last round. */
+export interface IndexBeat {
+  readonly partition: number;
+  readonly pending: number;
+}
+
 /** The position as stored, with what the indexer needs to skip reads. */
 export interface StoredPosition extends IndexPosition {
   /**
@@ -138,8 +144,11 @@ export interface IndexStore {
    * updated at the oldest partition's write, the rest partition 0's (a single-partition hub's).
    */
   position(partition?: number): Promise<StoredPosition>;
-  /** Only moves updated_ms and pending (the indexer's heartbeat while idle). */
-  heartbeat(pending: number, nowMs: number, partition?: number): Promise<void>;
+  /**
+   * Only moves updated_ms and pending of each partition named, in one write: the indexer's
+   * heartbeat while idle, for every partition a process holds at once.
+   */
+  heartbeat(beats: readonly IndexBeat[], nowMs: number): Promise<void>;
   page(query: PageQuery): Promise<Page>;
   /** How many jobs match (for a bulk action's dry run), counting at most `cap` + 1. */
   count(filter: JobFilter, cap: number): Promise<number>;

@@ -61,9 +61,20 @@ for (const [engine, open] of INDEX_ENGINES) {
       expect(await store.position(1)).toMatchObject({ appliedSeq: 0, stream: "" });
       // The whole index: pending summed, as fresh as the oldest partition.
       expect(await store.position()).toMatchObject({ pending: 7, updatedMs: 1_000 });
-      await store.heartbeat(0, 9_000, 2);
+      await store.heartbeat([{ partition: 2, pending: 0 }], 9_000);
       expect(await store.position(2)).toMatchObject({ pending: 0, updatedMs: 9_000 });
       expect(await store.position(0)).toMatchObject({ pending: 3, updatedMs: 2_000 });
+      // Every partition a process holds in one write.
+      await store.heartbeat(
+        [
+          { partition: 0, pending: 1 },
+          { partition: 2, pending: 2 },
+        ],
+        10_000,
+      );
+      expect(await store.position(0)).toMatchObject({ pending: 1, updatedMs: 10_000 });
+      expect(await store.position(2)).toMatchObject({ pending: 2, updatedMs: 10_000 });
+      expect(await store.position(1)).toMatchObject({ appliedSeq: 0, stream: "" });
     });
 
     test("a newer claim of a partition fences only that partition's older writer", async () => {

@@ -95,7 +95,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         stream: "s1",
         writtenSeq: 60,
       });
-      await store.heartbeat(0, 5678);
+      await store.heartbeat([{ partition: 0, pending: 0 }], 5678);
       expect(await store.position()).toEqual({
         appliedSeq: 60,
         pending: 0,
