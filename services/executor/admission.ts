@@ -17,11 +17,7 @@ import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry
 import { traceIdOf } from "../../shared/trace/index.ts";
 import { type PullLoop, runPullLoop, TaskSet } from "../../shared/worker/index.ts";
 import { type JobWriter, jobContextOf } from "./job-writer.ts";
-import { type KindRuntime, WorkInterruptedError } from "./kinds/kind.ts";
-
-/** A job left by a stopping executor comes again after this (its stop takes well under it). */
-const INTERRUPTED_REDELIVERY_MS = 3_000;
-
+import type { KindRuntime } from "./kinds/kind.ts";
 import type { Slots } from "./slots.ts";
 
 export interface AdmissionDeps {
@@ -141,12 +137,6 @@ export function createAdmission(deps: AdmissionDeps): Admission {
         running.add(
           handle(msg)
             .catch((err: unknown) => {
-              if (err instanceof WorkInterruptedError) {
-                logger.info({ seq: msg.seq }, err.message);
-                // Delayed past this process's exit: a redelivery now could reach a pull of its
-                // own still open on the server, and wait there for the ack wait.
-                return msg.nak(INTERRUPTED_REDELIVERY_MS);
-              }
               logger.error(
                 { seq: msg.seq, err: (err as Error).message },
                 "job handling failed; will retry",

@@ -65,18 +65,6 @@ export interface KindContext {
   readonly tracing?: Tracing;
 }
 
-/**
- * The process stops while a kind still works on a job: the work is left for another replica (the
- * admission naks the run.requested with a short delay, and does not count it as a failure).
- */
-export class WorkInterruptedError extends Error {
-  readonly code = "work_interrupted";
-  constructor() {
-    super("the executor stops; the job is left for another replica");
-    this.name = "WorkInterruptedError";
-  }
-}
-
 /** A started kind. */
 export interface KindRuntime {
   /**

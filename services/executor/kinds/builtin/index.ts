@@ -1,14 +1,6 @@
 import { deadlineExceeded, isFinal } from "../../../../shared/domain/index.ts";
 import { statusAfterWrite } from "../../../../shared/jobs/index.ts";
-import {
-  type AdmittedJob,
-  type ExecutorKind,
-  type KindContext,
-  type KindRuntime,
-  WorkInterruptedError,
-} from "../kind.ts";
-
-type SleepEnd = "slept" | "deadline" | "cancelled" | "stopped";
+import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime } from "../kind.ts";
 
 /**
  * Builtin executors run inside the executor process: `echo` answers with the input, `sleep` waits
@@ -18,22 +10,18 @@ type SleepEnd = "slept" | "deadline" | "cancelled" | "stopped";
 export const builtinKind: ExecutorKind = {
   runSpan: { name: "execute builtin", kind: "internal" },
   async start(ctx: KindContext): Promise<KindRuntime> {
-    /** Aborted by stop(): a sleep still running is left for another replica. */
-    const stopping = new AbortController();
-    /** Waits `ms`, keeping the message alive: slept, or the deadline, a cancel or a stop came first. */
-    const sleep = (job: AdmittedJob, ms: number): Promise<SleepEnd> =>
+    /** Waits `ms`, keeping the message alive: slept, or the deadline or a cancel came first. */
+    const sleep = (job: AdmittedJob, ms: number): Promise<"slept" | "deadline" | "cancelled"> =>
       new Promise((resolve) => {
         const remaining = job.deadlineAt - ctx.clock.now().getTime();
         const keepAlive = setInterval(job.keepAlive, 1_000);
         const cancel = ctx.cancels.track(job.run.job_id);
-        const end = (how: SleepEnd) => {
+        const end = (how: "slept" | "deadline" | "cancelled") => {
           clearInterval(keepAlive);
           clearTimeout(timer);
           cancel.release();
-          stopping.signal.removeEventListener("abort", stopped);
           resolve(how);
         };
-        const stopped = () => end("stopped");
         const timer = setTimeout(
           () => end(ms <= remaining ? "slept" : "deadline"),
           Math.max(0, Math.min(ms, remaining)),
@@ -41,8 +29,6 @@ export const builtinKind: ExecutorKind = {
         // A cancelled job is final already: stop sleeping, write nothing.
         cancel.signal.addEventListener("abort", () => end("cancelled"), { once: true });
         if (cancel.signal.aborted) end("cancelled");
-        stopping.signal.addEventListener("abort", stopped, { once: true });
-        if (stopping.signal.aborted) end("stopped");
       });
 
     return {
@@ -53,19 +39,17 @@ export const builtinKind: ExecutorKind = {
         // An instant builtin goes straight to job.done: a job.running nobody can observe would cost
         // one more stored event, projector write and consumer delivery per job.
         if (executor.name === "sleep" && executor.sleep_ms > 0) {
-          // Running already: a sleep a stopping replica left (it sleeps anew, recorded once).
-          if (current.status !== "running") {
-            const started = await ctx.writer.write(
-              job.context,
-              { type: "job.running", data: {} },
-              { known: current },
-            );
-            current = statusAfterWrite(started);
-          }
+          const started = await ctx.writer.write(
+            job.context,
+            { type: "job.running", data: {} },
+            {
+              known: current,
+            },
+          );
+          current = statusAfterWrite(started);
           if (isFinal(current.status)) return;
           const slept = await sleep(job, executor.sleep_ms);
           if (slept === "cancelled") return;
-          if (slept === "stopped") throw new WorkInterruptedError();
           if (slept === "deadline") {
             await ctx.writer.write(
               job.context,
@@ -84,10 +68,7 @@ export const builtinKind: ExecutorKind = {
         );
       },
       async stop() {
-        // A sleep is nothing in flight elsewhere: rather than hold the stop for its length (past
-        // Kubernetes' grace period for a long one), it is left un-acked for another replica,
-        // which sleeps it anew. Instant builtins finish.
-        stopping.abort();
+        // A graceful stop lets running builtins finish (their messages are acked after).
       },
     };
   },
