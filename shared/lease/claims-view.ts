@@ -1,3 +1,4 @@
+import type { StoredMsg } from "@nats-io/jetstream";
 import type { KV, KvEntry } from "@nats-io/kv";
 import type { Logger } from "../log/index.ts";
 
@@ -33,8 +34,25 @@ export const claimKey = (group: string, partition: number) => `${group}.p${parti
 export const MEMBERS_PREFIX = "members.";
 export const memberKey = (member: string) => `${MEMBERS_PREFIX}${member}`;
 
+/** What a claim key holds, as a KV entry or a stored message read from the stream's leader. */
+interface ClaimEntry {
+  readonly revision: number;
+  readonly operation: string;
+  json<T>(): T;
+}
+
+/** A claim as the stream's leader stores it (a message get of `$KV.sy_claims.<key>`). */
+export function claimOfStored(msg: StoredMsg): SeenClaim {
+  return parseClaim({
+    revision: msg.seq,
+    // A PUT carries no operation header; a delete or purge marker does.
+    operation: msg.header?.get("KV-Operation") || "PUT",
+    json: <T>() => msg.json<T>(),
+  });
+}
+
 /** A released claim keeps its epoch and names no owner; a deleted or unreadable one is free. */
-function parseClaim(entry: KvEntry): SeenClaim {
+function parseClaim(entry: ClaimEntry): SeenClaim {
   const free = { revision: entry.revision, epoch: 0, owner: undefined };
   if (entry.operation !== "PUT") return free;
   try {

@@ -7,6 +7,7 @@ import {
   CLAIMS_BUCKET,
   type ClaimRecord,
   claimKey,
+  claimOfStored,
   createClaimsWatch,
   type MemberRecord,
   memberKey,
@@ -126,6 +127,18 @@ export function createPartitionClaims(deps: {
       if (started && !stopped) void serialised(decideAll);
     },
   });
+  /**
+   * A compare-and-set on a claim failed: reads the claim from the stream's leader, so the next
+   * decision starts from it even if the watch is behind (its ordered consumer is re-created only
+   * after missed heartbeats when a node dies) or a write landed whose answer was lost.
+   */
+  const refresh = async (key: string) => {
+    const msg = await deps.jsm.streams
+      .getMessage(`KV_${CLAIMS_BUCKET}`, { last_by_subj: `$KV.${CLAIMS_BUCKET}.${key}` })
+      .catch(() => undefined);
+    if (msg) watch.noteClaim(key, claimOfStored(msg));
+  };
+
   const holding = (key: string) =>
     !stopped && held.has(key) && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
   const log = (key: string) => ({ claim: key, member });
@@ -144,12 +157,17 @@ export function createPartitionClaims(deps: {
     if (mine === undefined) return;
     await standDown(key, h);
     const value: ClaimRecord = { owner: "", holder: "", epoch: mine.epoch };
-    await deps.claims.update(key, JSON.stringify(value), mine.revision).catch((err: unknown) => {
+    const released = await deps.claims.update(key, JSON.stringify(value), mine.revision).then(
+      (revision) => watch.noteClaim(key, { revision, epoch: mine.epoch, owner: undefined }),
+      (err: unknown) => err as Error,
+    );
+    if (released instanceof Error) {
       logger.warn(
-        { ...log(key), err: (err as Error).message },
+        { ...log(key), err: released.message },
         "release not written; the claim is freed at a later renewal",
       );
-    });
+      await refresh(key);
+    }
   };
 
   const loseAll = async (why: string) => {
@@ -221,6 +239,7 @@ export function createPartitionClaims(deps: {
     } catch (err) {
       // Another member claimed it first (the watch tells), or the claims' store is away.
       logger.info({ ...log(key), err: (err as Error).message }, "claim not taken");
+      await refresh(key);
       return;
     }
     held.set(key, { group, partition, revision, epoch });
@@ -254,6 +273,7 @@ export function createPartitionClaims(deps: {
       } catch (err) {
         // Changed meanwhile (the watch tells), or the store is away: tried again next tick.
         logger.info({ ...log(key), err: (err as Error).message }, "claim held by nobody not freed");
+        await refresh(key);
       }
     }
   };

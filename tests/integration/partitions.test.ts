@@ -123,12 +123,17 @@ describe("a hub of 4 partitions", () => {
         return res.status === 200 && ((await res.json()) as { status: string }).status === "done";
       });
     }
-    // The views are in their partition's bucket.
-    const views: number[] = [];
-    for (let p = 0; p < P; p++) {
-      const info = await jsm.streams.info(`KV_${layout.viewBucket(p)}`);
-      views.push(info.state.messages);
-    }
+    // The views are in their partition's bucket. Waited for: GET answers from the stream while a
+    // view is not written yet (the projector's rounds of 4 partitions are paced together).
+    let views: number[] = [];
+    await waitFor("every view in its partition's bucket", async () => {
+      views = [];
+      for (let p = 0; p < P; p++) {
+        const info = await jsm.streams.info(`KV_${layout.viewBucket(p)}`);
+        views.push(info.state.messages);
+      }
+      return views.every((n, p) => n >= (runs[p] ?? 0));
+    });
     expect(views).toEqual(runs);
     // Every job is called back once, indexed and listed.
     await waitFor("every callback", () => ids.every((id) => called.has(id)));
