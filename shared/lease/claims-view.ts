@@ -159,6 +159,13 @@ export function createClaimsWatch(deps: {
       const known = claims.get(key);
       if (known === undefined || known.revision < seen.revision) claims.set(key, seen);
     },
+    /**
+     * Records a claim as the stream's leader stores it, even over a higher revision seen: a
+     * revision from a write that a leader change rolled back would fail every compare-and-set.
+     */
+    replaceClaim(key: string, seen: SeenClaim) {
+      claims.set(key, seen);
+    },
     noteMember(member: string, groups: readonly string[]) {
       members.set(member, { seenAt: Date.now(), groups: [...groups] });
     },

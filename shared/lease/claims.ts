@@ -129,14 +129,19 @@ export function createPartitionClaims(deps: {
   });
   /**
    * A compare-and-set on a claim failed: reads the claim from the stream's leader, so the next
-   * decision starts from it even if the watch is behind (its ordered consumer is re-created only
-   * after missed heartbeats when a node dies) or a write landed whose answer was lost.
+   * decision starts from what is stored, whatever this process saw: the watch may be behind (its
+   * ordered consumer is re-created only after missed heartbeats when a node dies), a write whose
+   * answer was lost may have landed, and a revision seen may be one a leader change rolled back
+   * (seen in the cluster test: every claim of a partition refused, "wrong last sequence").
    */
   const refresh = async (key: string) => {
     const msg = await deps.jsm.streams
       .getMessage(`KV_${CLAIMS_BUCKET}`, { last_by_subj: `$KV.${CLAIMS_BUCKET}.${key}` })
-      .catch(() => undefined);
-    if (msg) watch.noteClaim(key, claimOfStored(msg));
+      .catch((err: unknown) => {
+        logger.info({ ...log(key), err: (err as Error).message }, "claim not read from the leader");
+        return undefined;
+      });
+    if (msg) watch.replaceClaim(key, claimOfStored(msg));
   };
 
   const holding = (key: string) =>
