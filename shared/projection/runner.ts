@@ -210,7 +210,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         retakeInTurn();
       },
     });
-    watchDeletion(stream);
+    watchConsumer(stream);
     pump.done.catch((err: unknown) => {
       // The iterator threw (its connection closed under it): nothing more would come while this
       // process keeps the lease, so it takes the durable again unless it is stopping.
@@ -221,16 +221,28 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   };
 
   /**
-   * Another process recreated the durable (it leads too: a claim both won, or it is stale): the
-   * pull of this one ends and nats.js would find the new consumer only after missed heartbeats,
-   * tens of seconds later. It takes the durable again now (if it still leads).
+   * Takes the durable again (if it still leads) when nats.js's consume would wait long for it:
+   * - the durable was deleted under it (another process leads too: a claim both won, or it is
+   *   stale); nats.js would find the new consumer only after missed heartbeats;
+   * - two heartbeats were missed (the consumer's leader was lost with its node: nats-server
+   *   answers the pull waiting there with a "Leadership Change" notice, which consume() leaves to
+   *   the heartbeats). nats.js would then ask for the consumer's info and, if that fails during
+   *   the election, wait a whole pull expiry (30 s) before asking again: a partition's fold
+   *   stopped for over a minute in the cluster test. A retake tries again within seconds.
    */
-  const watchDeletion = (stream: ConsumerMessages) => {
+  const watchConsumer = (stream: ConsumerMessages) => {
     void (async () => {
       for await (const status of stream.status()) {
-        if (status.type !== "consumer_deleted") continue;
+        const deleted = status.type === "consumer_deleted";
+        const silent = status.type === "heartbeats_missed" && status.count >= 2;
+        if (!deleted && !silent) continue;
         if (messages === stream && running && !stopped) {
-          logger.warn(log, `the ${durable}'s durable was deleted under it; taking it again`);
+          logger.warn(
+            log,
+            deleted
+              ? `the ${durable}'s durable was deleted under it; taking it again`
+              : `no heartbeat from the ${durable}'s durable; taking it again`,
+          );
           retakeInTurn();
         }
         return;

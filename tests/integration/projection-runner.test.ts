@@ -257,7 +257,9 @@ function decidedLease() {
   const lease: Lease = {
     async start(handlers) {
       state.handlers = handlers;
-      await handlers.lead();
+      // As a real lease competes again after a failed lead: the other holder may be recreating
+      // the durable (it saw this one delete it) while this one takes it.
+      await handlers.lead().catch(() => Bun.sleep(200).then(handlers.lead));
     },
     holding: () => state.holds,
     async stop() {},
