@@ -331,3 +331,19 @@ export async function verifyEchoOutcomes(options: {
   const unasked = [...ids].filter((id) => !cbJobs.includes(id));
   if (unasked.length > 0) throw new Error(`callbacks for jobs that did not ask: ${unasked}`);
 }
+
+/** Counts requests per webhook-id (the job id for tasks, msg_<job> for callbacks). */
+export function countingServer(answer: () => Response) {
+  const seen = new Map<string, number>();
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      await req.arrayBuffer();
+      const id = req.headers.get("webhook-id") ?? "";
+      seen.set(id, (seen.get(id) ?? 0) + 1);
+      return answer();
+    },
+  });
+  return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
+}

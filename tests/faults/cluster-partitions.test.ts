@@ -13,7 +13,7 @@ import { createEventLayout } from "../../shared/jobs/index.ts";
 import { startNatsCluster } from "../helpers/nats-cluster.ts";
 import { createTestDatabase } from "../helpers/postgres.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { Load } from "./checks.ts";
+import { countingServer, Load } from "./checks.ts";
 import { FAULT_CLIENT, faultYaml, getJob, hubProcs, type ProcName, pool } from "./procs.ts";
 
 // Issue 27's cluster test: P = 4 on a three-node R3 cluster, every service replicated as separate
@@ -44,22 +44,6 @@ const REPLICAS: ProcName[] = [
   "callback",
   "callback#2",
 ];
-
-/** Counts requests per webhook-id (the job id for tasks, msg_<job> for callbacks). */
-function countingServer(answer: () => Response) {
-  const seen = new Map<string, number>();
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      await req.arrayBuffer();
-      const id = req.headers.get("webhook-id") ?? "";
-      seen.set(id, (seen.get(id) ?? 0) + 1);
-      return answer();
-    },
-  });
-  return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
-}
 
 /** The lines a process logged at warn (40) or above, the last 40. */
 function printWarnings(name: string, output: string): void {

@@ -6,7 +6,7 @@ import { readLastEvent, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.
 import { startNats } from "../helpers/nats.ts";
 import { startNatsCluster } from "../helpers/nats-cluster.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { exactlyOnceProblems, Load, waitJobEvents } from "./checks.ts";
+import { countingServer, exactlyOnceProblems, Load, waitJobEvents } from "./checks.ts";
 import { FAULT_CLIENT, faultYaml, hubProcs, type ProcName } from "./procs.ts";
 
 // Several replicas of every service as separate processes against one nats-server: three
@@ -30,22 +30,6 @@ const REPLICAS: ProcName[] = [
   "ingress#2",
   "ingress#3",
 ];
-
-/** Counts requests per webhook-id (the job id for tasks, msg_<job> for callbacks). */
-function countingServer(answer: () => Response) {
-  const seen = new Map<string, number>();
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      await req.arrayBuffer();
-      const id = req.headers.get("webhook-id") ?? "";
-      seen.set(id, (seen.get(id) ?? 0) + 1);
-      return answer();
-    },
-  });
-  return { url: `http://127.0.0.1:${server.port}`, seen, stop: () => server.stop(true) };
-}
 
 async function rollingRestart(
   nats: { readonly url: string; readonly nc: NatsConnection },
