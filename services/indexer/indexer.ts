@@ -2,7 +2,11 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createProjectionRunner, type RoundPacer } from "../../shared/projection/index.ts";
+import {
+  createProjectionRunner,
+  type RoundPacer,
+  type SharedFeeds,
+} from "../../shared/projection/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import { INDEX_CONSUMER } from "./durable.ts";
 import type { IndexHousekeeping } from "./housekeeping.ts";
@@ -32,6 +36,11 @@ export interface IndexerDeps {
   readonly now?: () => number;
   /** Shared by the indexers of one process, one per partition: their round gap grows with them. */
   readonly pacer?: RoundPacer;
+  /**
+   * The process runs the projector too: once caught up, this indexer folds the deliveries of its
+   * partition's projector durable instead of its own (shared/projection/shared-feed.ts).
+   */
+  readonly feeds?: SharedFeeds;
 }
 
 export interface Indexer {
@@ -88,6 +97,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       backoffMs: { first: 100, max: 5_000 },
     },
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
+    ...(deps.feeds ? { feeds: { registry: deps.feeds, role: "follower" as const } } : {}),
   });
   let untrack = () => {};
   return {

@@ -4,7 +4,11 @@ import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createProjectionRunner, type RoundPacer } from "../../shared/projection/index.ts";
+import {
+  createProjectionRunner,
+  type RoundPacer,
+  type SharedFeeds,
+} from "../../shared/projection/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { ProjectorMetrics } from "./observe.ts";
 import { createViewModel } from "./view-model.ts";
@@ -39,6 +43,11 @@ export interface ProjectorDeps {
   readonly durable?: string;
   /** Shared by the projectors of one process, one per partition: their round gap grows with them. */
   readonly pacer?: RoundPacer;
+  /**
+   * The process runs the indexer too: while this projector leads, its partition's indexer may
+   * fold its deliveries instead of its own durable's (shared/projection/shared-feed.ts).
+   */
+  readonly feeds?: SharedFeeds;
   /**
    * Active/standby: only the holder of this lease folds (several replicas may run). Without one,
    * this process folds unconditionally (a rebuild, a single-process hub).
@@ -105,5 +114,6 @@ export function createProjector(deps: ProjectorDeps): Projector {
       backoffMs: { first: 50, max: 2_000 },
     },
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
+    ...(deps.feeds ? { feeds: { registry: deps.feeds, role: "host" as const } } : {}),
   });
 }

@@ -19,7 +19,11 @@ import type { IdGenerator } from "../../shared/ids/index.ts";
 import { publishViewChanged } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
-import { createRoundPacer } from "../../shared/projection/index.ts";
+import {
+  createRoundPacer,
+  createSharedFeeds,
+  type SharedFeeds,
+} from "../../shared/projection/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import type { RunningIngress } from "../ingress/index.ts";
 import { createConsumerStats } from "./consumer-stats.ts";
@@ -230,8 +234,13 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     });
     stoppables.push({ name: "executor", stop: executor.stop });
   }
-  if (leases && groups.includes("projector")) await startProjector(ctx, leases);
-  if (services.includes("indexer")) await ctx.search.startIndexer(stoppables, leases);
+  // Both read models here: each partition's index folds its projector's deliveries (one delivery
+  // per event for both, shared/projection/shared-feed.ts). The indexer starts first, so it also
+  // stops first (in order), writing what it holds while its projector still feeds it.
+  const feeds =
+    groups.includes("projector") && groups.includes("indexer") ? createSharedFeeds() : undefined;
+  if (services.includes("indexer")) await ctx.search.startIndexer({ stoppables, leases, feeds });
+  if (leases && groups.includes("projector")) await startProjector(ctx, { leases, feeds });
   // After the read models: each stops its slots first (writing what it holds, releasing each
   // claim), and the member record goes last.
   if (leases) stoppables.push({ name: "partition claims", stop: leases.stop });
@@ -257,7 +266,11 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   return { ...(ingress ? { ingress } : {}), monitoring };
 }
 
-async function startProjector(ctx: PartsContext, leases: ReadModelLeases): Promise<void> {
+async function startProjector(
+  ctx: PartsContext,
+  read: { readonly leases: ReadModelLeases; readonly feeds: SharedFeeds | undefined },
+): Promise<void> {
+  const { leases, feeds } = read;
   const { deps, hub, stoppables, metrics, tracing } = ctx;
   const { config, logger } = deps;
   const projectorLogger = logger.child({ component: "projector" });
@@ -279,6 +292,7 @@ async function startProjector(ctx: PartsContext, leases: ReadModelLeases): Promi
       lingerMs: parseDuration(config.projector.linger),
       lease: leases.lease(PROJECTOR_LEASE_KEY, partition),
       pacer,
+      ...(feeds ? { feeds } : {}),
       metrics,
       ...tracing,
       // Every ingress replica caches settled views: each one that changes is announced.

@@ -1,7 +1,7 @@
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createRoundPacer } from "../../shared/projection/index.ts";
+import { createRoundPacer, type SharedFeeds } from "../../shared/projection/index.ts";
 import {
   type IndexStore,
   openIndexStore,
@@ -35,7 +35,13 @@ export async function startSearchIndex(deps: {
   return {
     // The APIs read through a guard: a failing backend answers 503, the indexer sees the error.
     ingress: store ? { index: readsAnswerUnavailable(store) } : {},
-    async startIndexer(stoppables: Stoppable[], leases: ReadModelLeases | undefined) {
+    async startIndexer(options: {
+      readonly stoppables: Stoppable[];
+      readonly leases: ReadModelLeases | undefined;
+      /** The projector runs here too: the indexers fold its deliveries once caught up. */
+      readonly feeds: SharedFeeds | undefined;
+    }) {
+      const { stoppables, leases, feeds } = options;
       if (!store || !leases) {
         // A warning where the indexer runs alone (a pod deployed for nothing), a note in `up`.
         const level = deps.services.length === 1 ? "warn" : "info";
@@ -70,6 +76,7 @@ export async function startSearchIndex(deps: {
           // One writer per partition at a time: the partition's lease (at P > 1 a claim).
           lease: leases.lease("indexer", partition),
           pacer,
+          ...(feeds ? { feeds } : {}),
         });
         await indexer.start();
         stoppables.push({ name: `indexer p${partition}`, stop: indexer.stop });

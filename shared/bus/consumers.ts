@@ -66,31 +66,29 @@ export async function ensureDurable(jsm: JetStreamManager, options: DurableOptio
 }
 
 /**
- * Recreates a durable so that it delivers, in stream order, everything after its acknowledged
- * floor: what a previous process held un-acked comes first, as ordinary deliveries, instead of
- * being redelivered after its ack wait behind newer messages. With AckPolicy.All this is what
+ * Where a durable taken again from its floor starts: its acknowledged floor + 1 (1 when it does
+ * not exist). Recreated there (recreateDurableAt), it delivers in stream order everything after
+ * that floor: what a previous process held un-acked comes first, as ordinary deliveries, instead
+ * of being redelivered after its ack wait behind newer messages. With AckPolicy.All this is what
  * makes one ack per round safe across a crash (an ack of a newer message would otherwise settle
  * the older ones still waiting for redelivery). Only for a durable a single process owns.
  */
-export async function recreateDurableFromFloor(
+export async function durableStart(
   jsm: JetStreamManager,
   options: DurableOptions,
-): Promise<{ readonly fromSeq: number }> {
+): Promise<number> {
   const stream = options.stream ?? TOPOLOGY.eventsStream;
-  let fromSeq = 1;
   try {
     const info = await jsm.consumers.info(stream, options.name);
     // A consumer that has acked nothing reports an ack floor of 0 even when it was created at a
     // later start sequence (the previous recreation): it then still starts there.
-    fromSeq =
-      info.ack_floor.stream_seq > 0
-        ? info.ack_floor.stream_seq + 1
-        : (info.config.opt_start_seq ?? 1);
+    return info.ack_floor.stream_seq > 0
+      ? info.ack_floor.stream_seq + 1
+      : (info.config.opt_start_seq ?? 1);
   } catch (err) {
     if (!isJsError(err, "consumerNotFound")) throw err;
+    return 1;
   }
-  await recreateDurableAt(jsm, { ...options, fromSeq });
-  return { fromSeq };
 }
 
 /**

@@ -65,9 +65,13 @@ export class AckFloor {
     return Math.min(floor - 1, this.last);
   }
 
-  /** Sends at most one ack: for the highest written message below the floor. */
-  flush(): void {
-    if (this.written.length === 0) return;
+  /**
+   * The message to acknowledge now, at most one: the highest written message below the floor.
+   * The caller sends it (a runner alone on its durable at once, a shared feed once every read
+   * model it feeds may: shared-feed.ts).
+   */
+  flush(): JsMsg | undefined {
+    if (this.written.length === 0) return undefined;
     const floor = this.floor();
     let best: JsMsg | undefined;
     const keep: JsMsg[] = [];
@@ -79,7 +83,7 @@ export class AckFloor {
       }
     }
     this.written = keep;
-    best?.ack();
+    return best;
   }
 
   /** Messages delivered and not yet acknowledged. */

@@ -13,3 +13,10 @@ export {
   type ProjectionRunner,
   type ProjectionRunnerDeps,
 } from "./runner.ts";
+export {
+  createSharedFeeds,
+  type FeedHost,
+  type Follower,
+  type SharedFeeds,
+  type UnfedReason,
+} from "./shared-feed.ts";

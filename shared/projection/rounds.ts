@@ -25,6 +25,12 @@ export interface RoundsDeps<State> {
   readonly pace: Pace;
   readonly durable: string;
   readonly fence: Fence;
+  /**
+   * This runner settles its messages (acks up to what it wrote, terminates poison). False for a
+   * follower fed from another runner's durable (shared-feed.ts): the host settles them, and the
+   * follower's position is the one committed with its rows.
+   */
+  readonly settles: () => boolean;
 }
 
 /**
@@ -51,11 +57,14 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
         touched.add(held.add(msg, decodeEvent(msg.data), now));
       } catch (err) {
         if (!(err instanceof PoisonMessageError)) throw err;
-        logger.error(
-          { seq: msg.seq, subject: msg.subject, reason: err.message },
-          "poison event terminated",
-        );
-        terminate(msg);
+        const poison = { seq: msg.seq, subject: msg.subject, reason: err.message };
+        if (deps.settles()) {
+          logger.error(poison, "poison event terminated");
+          terminate(msg);
+        } else {
+          // A follower: the host of its feed terminates it (and logs it as an error).
+          logger.warn(poison, "poison event skipped");
+        }
         floor.settled(msg);
       }
     }
@@ -128,7 +137,7 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
   };
 
   const failed = (job: HeldJob<State>) => {
-    for (const { msg } of job.events) msg.working();
+    if (deps.settles()) for (const { msg } of job.events) msg.working();
     job.state = undefined;
     job.folded = 0;
     job.retried = true;
@@ -204,7 +213,9 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
     const ok = due.length === 0 || (await writeDue(due));
     // Fenced again before acking: a holder paused during its writes wakes past its lease, and its
     // ack-all would reach the new holder's durable of the same name. Kept for the next flush.
-    if (leading()) floor.flush();
+    // A follower acks nothing: it only forgets what it wrote (the host acks its own durable).
+    if (!deps.settles()) floor.flush();
+    else if (leading()) floor.flush()?.ack();
     // A job whose write failed is retried before anything newer of it is written (it stays held,
     // so newer events join its group in order); back off while writes keep failing.
     const { first, max } = pace.backoffMs;
@@ -218,6 +229,8 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
     /** The oldest held job's first event arrived at this time (undefined: none held). */
     oldestSince: () => held.oldest()?.since,
     heldCount: () => held.size,
+    /** The durable's pending count (num_pending) at the last delivery taken. */
+    pending: () => pending,
     /** Drops every held job: what it held comes again from the durable. */
     drop: () => held.clear(),
     /** A recreated durable: a floor kept from before would wait for messages dropped with it. */

@@ -1,34 +1,23 @@
-import type {
-  ConsumerMessages,
-  JetStreamClient,
-  JetStreamManager,
-  JsMsg,
-} from "@nats-io/jetstream";
-import {
-  type DurableOptions,
-  type OwnedDurablePump,
-  pumpOwnedDurable,
-  recreateDurableAt,
-  recreateDurableFromFloor,
-} from "../bus/index.ts";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { isJsError } from "../bus/index.ts";
 import type { EventLayout } from "../jobs/index.ts";
 import { retryWhile } from "../lease/index.ts";
 import type { Logger } from "../log/index.ts";
-import { type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
-import {
-  type Fence,
-  type Pace,
-  ProjectionFencedError,
-  type ProjectionSlot,
-  type ReadModel,
-} from "./read-model.ts";
-import { createRounds, FENCED_PAUSE_MS } from "./rounds.ts";
+import { createLane } from "./lane.ts";
+import { type OwnDurable, takeOwnDurable } from "./own-durable.ts";
+import type { RoundPacer } from "./pacer.ts";
+import type { Fence, Pace, ProjectionSlot, ReadModel } from "./read-model.ts";
+import { FENCED_PAUSE_MS } from "./rounds.ts";
+import type { FeedHost, Follower, SharedFeeds, UnfedReason } from "./shared-feed.ts";
 
 /**
  * How long a fenced runner waits before it leads again (if it still holds the lease): longer than
  * a claim's loser takes to see the claim and stand down (its next renewal, 1 s).
  */
 const FENCED_LEAD_AGAIN_MS = 2_000;
+
+/** After a follower fell behind, how long it folds on its own durable before it asks again. */
+const REJOIN_AFTER_FALLING_BEHIND_MS = 30_000;
 
 export interface ProjectionRunnerDeps<State> {
   readonly js: JetStreamClient;
@@ -43,6 +32,11 @@ export interface ProjectionRunnerDeps<State> {
    * grows with the runners folding (pacer.ts). Without it each runner paces alone.
    */
   readonly pacer?: RoundPacer;
+  /**
+   * The read models of one process share each partition's deliveries (shared-feed.ts): the job
+   * view's runner hosts, the index's follows. Without it the runner always folds its own durable.
+   */
+  readonly feeds?: { readonly registry: SharedFeeds; readonly role: "host" | "follower" };
 }
 
 export interface ProjectionRunner {
@@ -58,18 +52,35 @@ export interface ProjectionRunner {
  * Runs one read model on one slot (docs/architecture.md, "Projection runner"). At each lead it
  * opens the model and takes the durable again (from the model's own position, or from the
  * durable's ack floor: what an earlier holder held un-acked comes first, in order). Deliveries
- * gather into rounds (one write and one ack per round); a job's events are held until it settles
- * or its linger runs out; acks (AckPolicy.All) stay below every job still held. While the lease
- * is not held nothing is written or acknowledged; a lease lost drops what is held (the next
+ * gather into rounds (lane.ts: one write and one ack per round); a job's events are held until it
+ * settles or its linger runs out; acks (AckPolicy.All) stay below every job still held. While the
+ * lease is not held nothing is written or acknowledged; a lease lost drops what is held (the next
  * holder folds it again). Another process pulling from the durable, or the consumer ending under
- * a holder, makes it take the durable again.
+ * a holder, makes it take the durable again. With `feeds`, a follower folds the host's deliveries
+ * instead of its own durable's while it can keep up (shared-feed.ts).
  */
 export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>): ProjectionRunner {
   const { logger, model, pace, slot } = deps;
-  const { durable } = slot;
+  const { durable, partition } = slot;
   const leading = () => slot.lease === undefined || slot.lease.holding();
-  const fence: Fence = { partition: slot.partition, holding: leading };
-  const rounds = createRounds({
+  const fence: Fence = { partition, holding: leading };
+  const log = { durable, partition };
+  const registry = deps.feeds?.registry;
+  const role = deps.feeds?.role;
+  let own: OwnDurable | undefined;
+  /** Its own durable is taken and pumping (or, for a follower, the host feeds it). */
+  let consuming = false;
+  /** stop() was called: nothing is taken again after it. */
+  let stopped = false;
+  /** Host: the followers it feeds. Follower: the host feeding it. */
+  const followers = new Set<Follower>();
+  let withdraw: (() => void) | undefined;
+  let host: FeedHost | undefined;
+  let rejoinAfter = 0;
+  /** Follower on its own durable: its pending count, when it was taken or at the last delivery. */
+  let knownPending = Number.POSITIVE_INFINITY;
+
+  const lane = createLane({
     jsm: deps.jsm,
     layout: deps.layout,
     logger,
@@ -77,131 +88,57 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     pace,
     durable,
     fence,
+    ...(deps.pacer ? { pacer: deps.pacer } : {}),
+    roomMade: () => own?.roomMade(),
+    fenced: (err) => {
+      logger.warn(
+        { ...log, err: err.message, retry_ms: FENCED_LEAD_AGAIN_MS },
+        `${model.name} fenced; leads again if it still holds the lease`,
+      );
+      leadAgainInTurn();
+    },
   });
-  const log = { durable, partition: slot.partition };
-  let messages: ConsumerMessages | undefined;
-  let queue: JsMsg[] = [];
-  let wake: (() => void) | undefined;
-  let pump: OwnedDurablePump | undefined;
-  let running = false;
-  /** stop() was called: nothing is taken again after it. */
-  let stopped = false;
-  let loopDone: Promise<void> = Promise.resolve();
-  /** Counts this runner among the pacer's while it folds. */
-  let leavePacer: (() => void) | undefined;
 
-  /**
-   * Waits for new messages or for the oldest held job's linger. Holding nothing it sets no timer:
-   * an idle partition costs no wake-up of its own (housekeeping is one process-wide timer,
-   * housekeeping.ts).
-   */
-  const idle = async () => {
-    if (queue.length > 0) return;
-    const since = rounds.oldestSince();
-    await new Promise<void>((resolve) => {
-      wake = resolve;
-      if (since !== undefined) setTimeout(resolve, Math.max(0, since + pace.lingerMs - Date.now()));
-    });
-    wake = undefined;
-  };
-
-  const lingerRanOut = () => {
-    const since = rounds.oldestSince();
-    return since !== undefined && Date.now() - since >= pace.lingerMs;
-  };
-
-  /** One step of the loop: waiting while idle, else a round. */
-  const step = async (roundStartedAt: number): Promise<{ round: boolean; giveUp: boolean }> => {
-    if (queue.length === 0 && running) {
-      if (!lingerRanOut()) {
-        await idle();
-        return { round: false, giveUp: false };
+  /** Hosts: each delivery goes to its own lane and to every follower that keeps up. */
+  const push = (msg: Parameters<typeof lane.push>[0]) => {
+    lane.push(msg);
+    for (const follower of followers) {
+      if (follower.queued() < follower.maxQueued) {
+        follower.push(msg);
+        continue;
       }
-    }
-    const sinceLastRound = Date.now() - roundStartedAt;
-    const gapMs = sharedRoundGapMs(deps.pacer, { baseMs: pace.roundGapMs, capMs: pace.lingerMs });
-    if (running && queue.length < pace.maxBatch && sinceLastRound < gapMs) {
-      await Bun.sleep(gapMs - sinceLastRound);
-    }
-    const batch = queue.slice(0, pace.maxBatch);
-    queue = queue.slice(batch.length);
-    pump?.roomMade();
-    const exhausted = await rounds.round(batch, !running);
-    return { round: true, giveUp: exhausted && !running };
-  };
-
-  const loop = async () => {
-    let failures = 0;
-    let roundStartedAt = Number.NEGATIVE_INFINITY;
-    while (running || queue.length > 0 || rounds.heldCount() > 0) {
-      try {
-        const startedAt = Date.now();
-        const { round, giveUp } = await step(roundStartedAt);
-        if (round) roundStartedAt = startedAt;
-        // Stopping while writes keep failing: what is unwritten is un-acked and comes again.
-        if (giveUp) break;
-        failures = 0;
-      } catch (err) {
-        if (err instanceof ProjectionFencedError) {
-          logger.warn(
-            { ...log, err: err.message, retry_ms: FENCED_LEAD_AGAIN_MS },
-            `${model.name} fenced; leads again if it still holds the lease`,
-          );
-          running = false;
-          queue = [];
-          rounds.drop();
-          leadAgainInTurn();
-          break;
-        }
-        // Whatever a round throws, the loop goes on (held work stays held, nothing is acked);
-        // a loop that ended left the process holding the lease and folding nothing.
-        failures++;
-        logger.error(
-          { ...log, err: (err as Error).message },
-          `${model.name} round failed; retrying`,
-        );
-        if (!running && failures >= 6) break;
-        await Bun.sleep(Math.min(50 * 2 ** failures, 2_000));
-      }
+      followers.delete(follower);
+      follower.unfed("fell_behind");
     }
   };
 
-  /** Takes the durable again from the model's position (or its ack floor) and starts folding. */
+  /** Takes its own durable from the model's position (the lowest of its followers') and folds. */
   const consume = async () => {
-    const options: DurableOptions = {
-      name: durable,
-      stream: slot.stream,
-      filterSubject: slot.filterSubject,
-      ackWaitMs: pace.ackWaitMs,
-      maxAckPending: 20_000,
-      ackPolicy: "all",
-    };
-    const resume = model.resumeFrom();
-    const fromSeq =
-      resume === undefined
-        ? (await recreateDurableFromFloor(deps.jsm, options)).fromSeq
-        : await recreateDurableAt(deps.jsm, { ...options, fromSeq: resume }).then(() => resume);
-    rounds.restart();
-    const consumer = await deps.js.consumers.get(slot.stream, durable);
-    const stream = await consumer.consume({ max_messages: 500 });
-    messages = stream;
-    running = true;
-    leavePacer?.();
-    leavePacer = deps.pacer?.join();
-    loopDone = loop();
-    pump = pumpOwnedDurable({
-      messages: stream,
-      running: () => running,
+    const lowest = Math.min(...[...followers].map((f) => f.resumeFrom()));
+    const {
+      durable: taken,
+      fromSeq,
+      pending,
+    } = await takeOwnDurable({
+      js: deps.js,
+      jsm: deps.jsm,
+      options: {
+        name: durable,
+        stream: slot.stream,
+        filterSubject: slot.filterSubject,
+        ackWaitMs: pace.ackWaitMs,
+        maxAckPending: 20_000,
+        ackPolicy: "all",
+      },
+      resumeFrom: model.resumeFrom(),
+      ...(followers.size > 0 ? { lowest } : {}),
+      push,
+      full: () => lane.queued() >= pace.maxBatch * 4,
       // A holder whose lease lapsed (paused past it, or a renewal running late) takes nothing
       // more until the lease is renewed or the holder stands down.
       beforeEach: async () => {
-        while (!leading() && running) await Bun.sleep(FENCED_PAUSE_MS);
+        while (!leading() && consuming) await Bun.sleep(FENCED_PAUSE_MS);
       },
-      push: (msg) => {
-        queue.push(msg);
-        wake?.();
-      },
-      full: () => queue.length >= pace.maxBatch * 4,
       onGap: (gap) => {
         logger.warn(
           { ...log, ...gap },
@@ -209,45 +146,32 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         );
         retakeInTurn();
       },
+      lost: (why, err) => lostDurable(taken, why, err),
     });
-    watchConsumer(stream);
-    pump.done.catch((err: unknown) => {
-      // The iterator threw (its connection closed under it): nothing more would come while this
-      // process keeps the lease, so it takes the durable again unless it is stopping.
-      logger.error({ ...log, err: (err as Error).message }, `${model.name} consumer ended`);
-      if (running && !stopped) retakeInTurn();
-    });
+    own = taken;
+    consuming = true;
+    knownPending = pending;
+    const drained = () => {
+      knownPending = lane.pending();
+      rejoinIfCaughtUp();
+    };
+    lane.start({ settles: true, drained });
+    for (const follower of followers) follower.fed();
+    if (role === "host") withdraw = registry?.offer(partition, hostSide);
     logger.info({ ...log, linger_ms: pace.lingerMs, from_seq: fromSeq }, `${model.name} started`);
+    rejoinIfCaughtUp();
   };
 
-  /**
-   * Takes the durable again (if it still leads) when nats.js's consume would wait long for it:
-   * - the durable was deleted under it (another process leads too: a claim both won, or it is
-   *   stale); nats.js would find the new consumer only after missed heartbeats;
-   * - two heartbeats were missed (the consumer's leader was lost with its node: nats-server
-   *   answers the pull waiting there with a "Leadership Change" notice, which consume() leaves to
-   *   the heartbeats). nats.js would then ask for the consumer's info and, if that fails during
-   *   the election, wait a whole pull expiry (30 s) before asking again: a partition's fold
-   *   stopped for over a minute in the cluster test. A retake tries again within seconds.
-   */
-  const watchConsumer = (stream: ConsumerMessages) => {
-    void (async () => {
-      for await (const status of stream.status()) {
-        const deleted = status.type === "consumer_deleted";
-        const silent = status.type === "heartbeats_missed" && status.count >= 2;
-        if (!deleted && !silent) continue;
-        if (messages === stream && running && !stopped) {
-          logger.warn(
-            log,
-            deleted
-              ? `the ${durable}'s durable was deleted under it; taking it again`
-              : `no heartbeat from the ${durable}'s durable; taking it again`,
-          );
-          retakeInTurn();
-        }
-        return;
-      }
-    })().catch(() => undefined);
+  const lostDurable = (taken: OwnDurable, why: "ended" | "deleted" | "silent", err?: Error) => {
+    if (own !== taken || !consuming || stopped) return;
+    const said = {
+      ended: `${model.name} consumer ended`,
+      deleted: `the ${durable}'s durable was deleted under it; taking it again`,
+      silent: `no heartbeat from the ${durable}'s durable; taking it again`,
+    }[why];
+    if (why === "ended") logger.error({ ...log, err: err?.message }, said);
+    else logger.warn(log, said);
+    retakeInTurn();
   };
 
   /**
@@ -255,33 +179,34 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
    * was lost) nothing more is written: the next holder folds it again from its position.
    */
   const halt = async (flush: boolean) => {
-    if (!flush) {
-      queue = [];
-      rounds.drop();
+    consuming = false;
+    withdraw?.();
+    withdraw = undefined;
+    for (const follower of followers) follower.unfed("host_halted");
+    followers.clear();
+    if (host !== undefined) {
+      host.detach(followerSide);
+      host = undefined;
     }
-    running = false;
-    leavePacer?.();
-    leavePacer = undefined;
-    pump?.roomMade();
-    await messages?.close();
-    wake?.();
-    await loopDone;
-    messages = undefined;
+    const closing = own?.close();
+    own = undefined;
+    await lane.halt(flush);
+    await closing;
   };
 
   /** Drops what it holds and takes the durable again (views and rows skip what they have). */
   const retake = async () => {
     await halt(false);
-    await retryWhile({
+    await consumeWhileLeading("could not take its durable again");
+  };
+
+  const consumeWhileLeading = (failure: string) =>
+    retryWhile({
       step: consume,
       keepTrying: () => !stopped && leading(),
       onError: (err, retryMs) =>
-        logger.error(
-          { ...log, err: err.message, retry_ms: retryMs },
-          `${model.name} could not take its durable again; retrying`,
-        ),
+        logger.error({ ...log, err: err.message, retry_ms: retryMs }, `${model.name} ${failure}`),
     });
-  };
 
   const retakeInTurn = () => {
     serially(retake).catch((err: unknown) => {
@@ -290,13 +215,16 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   };
 
   /**
-   * Lease steps and retakes run one at a time. Each step's own promise rejects with its error
-   * (a failed lead releases the lease); the chain goes on regardless.
+   * Lease steps, retakes and feed changes run one at a time. Each step's own promise rejects with
+   * its error (a failed lead releases the lease); the chain goes on regardless.
    */
   let transition: Promise<void> = Promise.resolve();
-  const serially = (next: () => Promise<void>): Promise<void> => {
+  const serially = <T>(next: () => Promise<T>): Promise<T> => {
     const run = transition.then(next);
-    transition = run.catch(() => undefined);
+    transition = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   };
 
@@ -332,6 +260,110 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     });
   };
 
+  /** The host's side of a shared feed: attaching takes its durable again with the follower. */
+  const hostSide: FeedHost = {
+    attach: (follower) =>
+      serially(async () => {
+        if (!consuming || stopped || !leading()) return false;
+        await halt(false);
+        followers.add(follower);
+        await consumeWhileLeading("could not take its durable again for a follower");
+        if (consuming) return true;
+        followers.delete(follower);
+        return false;
+      }),
+    detach: (follower) => {
+      followers.delete(follower);
+    },
+  };
+
+  /** The follower's side: fed by the host, it folds the host's deliveries in its own lane. */
+  const followerSide: Follower = {
+    name: model.name,
+    maxQueued: pace.maxBatch * 8,
+    resumeFrom: () => model.resumeFrom() ?? 1,
+    fed: () => {
+      if (!stopped) lane.start({ settles: false });
+    },
+    push: (msg) => lane.push(msg),
+    queued: () => lane.queued(),
+    unfed: (reason) => {
+      serially(() => unfed(reason)).catch((err: unknown) => {
+        logger.error({ ...log, err: (err as Error).message }, `${model.name} unfed failed`);
+      });
+    },
+  };
+
+  /** The host stopped feeding this follower: back to its own durable, from its position. */
+  const unfed = async (reason: UnfedReason) => {
+    if (host === undefined) return;
+    host = undefined;
+    if (reason === "fell_behind") {
+      rejoinAfter = Date.now() + REJOIN_AFTER_FALLING_BEHIND_MS;
+      logger.warn(
+        { ...log, rejoin_ms: REJOIN_AFTER_FALLING_BEHIND_MS },
+        `${model.name} fell behind the shared feed; catching up on its own durable`,
+      );
+    }
+    // Waits for a write in flight (the store may be what is slow).
+    await lane.halt(false);
+    if (!stopped && leading()) await consumeWhileLeading("could not take its durable again");
+  };
+
+  /**
+   * A follower on its own durable that has caught up (what is pending fits one round) asks its
+   * partition's host to feed it, and deletes its own durable while fed (nothing would read it, and
+   * its pending count would read as lag).
+   */
+  const rejoinIfCaughtUp = () => {
+    if (role !== "follower" || host !== undefined || !consuming) return;
+    if (stopped || !leading() || Date.now() < rejoinAfter) return;
+    if (knownPending >= pace.maxBatch || registry?.host(partition) === undefined) return;
+    serially(rejoin).catch((err: unknown) => {
+      logger.error(
+        { ...log, err: (err as Error).message },
+        `${model.name} could not join the feed`,
+      );
+    });
+  };
+
+  const rejoin = async () => {
+    const offered = registry?.host(partition);
+    if (offered === undefined || host !== undefined || !consuming || stopped || !leading()) return;
+    await halt(true);
+    await deleteOwnDurable();
+    host = offered;
+    const attached = await offered.attach(followerSide);
+    if (attached && host === offered && !stopped) {
+      logger.info(log, `${model.name} folds the shared feed of its partition`);
+      return;
+    }
+    // Stopped or stood down while the host took its durable again: it feeds nothing here.
+    if (attached) offered.detach(followerSide);
+    if (host !== offered) return;
+    host = undefined;
+    if (!stopped && leading()) await consumeWhileLeading("could not take its durable again");
+  };
+
+  /**
+   * Best effort: a durable left behind reads as lag and nothing else (nats-server 2.9 can refuse
+   * a delete while its store is busy, "directory not empty"); the next lead recreates it anyway.
+   */
+  const deleteOwnDurable = async () => {
+    try {
+      await deps.jsm.consumers.delete(slot.stream, durable);
+    } catch (err) {
+      if (isJsError(err, "consumerNotFound")) return;
+      logger.warn(
+        { ...log, err: (err as Error).message },
+        `${model.name} could not delete its own durable while fed; left in place`,
+      );
+    }
+  };
+
+  const unwatch =
+    role === "follower" ? registry?.watch(partition, () => rejoinIfCaughtUp()) : undefined;
+
   return {
     async start() {
       stopped = false;
@@ -344,9 +376,10 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     },
     async stop() {
       stopped = true;
+      unwatch?.();
       await halt(true);
       await slot.lease?.stop();
     },
-    appliedSeq: rounds.appliedSeq,
+    appliedSeq: lane.appliedSeq,
   };
 }

@@ -6,26 +6,48 @@
  * index rows behind for good (seen in tests/faults/projector-fencing.test.ts about 1 run in 10).
  * Here an intruder pulls from each durable without acking, as the stale leader does: the owner
  * sees the gap in the consumer sequence, takes the durable again from its floor, and every view
- * and every index row still reaches its final state.
+ * and every index row still reaches its final state. The index runs apart here (on its own
+ * durable); in a process that runs both read models it folds the projector's deliveries, and a
+ * gap there makes the projector take its durable again with the index fed anew (the third case).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import { startHub, type TestHub } from "../helpers/hub.ts";
+import { startHub, type TestHub, testIndexYaml } from "../helpers/hub.ts";
+import { startNats, type TestNats } from "../helpers/nats.ts";
 import { viewsMatchFold } from "../helpers/views-audit.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ACME = "acme-token-0123456789abcdef";
 const WAVE = 20;
 
+let nats: TestNats;
+/** The APIs, the projector, the executor and the callback service. */
 let hub: TestHub;
+/** The indexer alone, on its own durable, writing the index `hub` reads. */
+let indexHub: TestHub;
+/** Every service in one process: the index on the projector's deliveries. */
+let together: TestHub;
 
 beforeAll(async () => {
-  hub = await startHub({});
+  nats = await startNats();
+  const index = testIndexYaml();
+  hub = await startHub({
+    nats,
+    yaml: index,
+    services: ["ingress", "projector", "executor", "callback"],
+  });
+  indexHub = await startHub({ nats, yaml: index, services: ["indexer"] });
+  together = await startHub({});
 });
-afterAll(async () => hub?.stop());
+afterAll(async () => {
+  await together?.stop();
+  await indexHub?.stop();
+  await hub?.stop();
+  await nats?.stop();
+});
 
-async function submit(prefix: string): Promise<string[]> {
+async function submit(hub: TestHub, prefix: string): Promise<string[]> {
   const answers = await Promise.all(
     Array.from({ length: WAVE }, (_, i) =>
       hub.run({ request_id: `${prefix}-${i}`, route: "demo.echo", input: `in ${i}` }, ACME),
@@ -45,14 +67,14 @@ async function submit(prefix: string): Promise<string[]> {
  * the server serves first is not fixed, so a wave may pass it by). A pull cut short because the
  * owner recreated the durable took nothing and is tried again.
  */
-async function intrude(durable: string, prefix: string) {
+async function intrude(hub: TestHub, durable: string, prefix: string) {
   const consumers = jetstream(hub.nats.nc).consumers;
   const jobIds: string[] = [];
   let taken = 0;
   for (let wave = 0; wave < 30 && taken === 0; wave++) {
     const consumer = await consumers.get(TOPOLOGY.eventsStream, durable);
     const batch = await consumer.fetch({ max_messages: 5, expires: 1_000 });
-    jobIds.push(...(await submit(`${prefix}-${wave}`)));
+    jobIds.push(...(await submit(hub, `${prefix}-${wave}`)));
     try {
       for await (const _ of batch) taken++;
     } catch {
@@ -62,23 +84,31 @@ async function intrude(durable: string, prefix: string) {
   return { jobIds, taken };
 }
 
-for (const [durable, owner] of [
-  [TOPOLOGY.consumers.projector, "projector"],
-  ["index", "index"],
+for (const [durable, owner, where] of [
+  [TOPOLOGY.consumers.projector, "projector", "apart"],
+  ["index", "index", "apart"],
+  [TOPOLOGY.consumers.projector, "projector", "together"],
 ] as const) {
-  test(`messages another process took from the ${owner}'s durable are folded all the same`, async () => {
-    const { jobIds, taken } = await intrude(durable, `intruder-${owner}`);
+  test(`messages another process took from the ${owner}'s durable are folded all the same (read models ${where})`, async () => {
+    const api = where === "together" ? together : hub;
+    const ownerHub = where === "together" ? together : owner === "index" ? indexHub : hub;
+    if (where === "together") {
+      await waitFor("the index on the shared feed", () =>
+        together.logs().includes("indexer folds the shared feed of its partition"),
+      );
+    }
+    const { jobIds, taken } = await intrude(api, durable, `intruder-${owner}-${where}`);
     expect(taken).toBeGreaterThan(0);
     await waitFor(
       `the ${owner} to take its durable again`,
-      () => hub.logs().includes(`another process took deliveries of the ${owner}`),
+      () => ownerHub.logs().includes(`another process took deliveries of the ${owner}`),
       { timeoutMs: 15_000 },
     );
     await waitFor(
       "every job done in its view",
       async () => {
         for (const id of jobIds) {
-          const res = await hub.request(`/jobs/${id}`, { token: ACME });
+          const res = await api.request(`/jobs/${id}`, { token: ACME });
           if (((await res.json()) as { status: string }).status !== "done") return false;
         }
         return true;
@@ -88,7 +118,7 @@ for (const [durable, owner] of [
     await waitFor(
       "every job done in the index",
       async () => {
-        const res = await hub.request("/jobs?limit=500&status=done", { token: ACME });
+        const res = await api.request("/jobs?limit=500&status=done", { token: ACME });
         const listed = new Set(
           ((await res.json()) as { jobs: { job_id: string }[] }).jobs.map((j) => j.job_id),
         );
@@ -98,9 +128,15 @@ for (const [durable, owner] of [
     );
     // Not only done: every view is the fold of all its job's events (run.requested included).
     const audit = await viewsMatchFold({
-      jsm: await jetstreamManager(hub.nats.nc),
-      natsUrl: hub.nats.url,
+      jsm: await jetstreamManager(api.nats.nc),
+      natsUrl: api.nats.url,
     });
+    if (where === "together") {
+      // The index was fed anew by the projector's durable taken again.
+      const fed =
+        together.logs().split("indexer folds the shared feed of its partition").length - 1;
+      expect(fed).toBeGreaterThanOrEqual(2);
+    }
     expect(audit.stdout).toContain(" 0 divergences");
     expect(audit.exitCode).toBe(0);
   }, 90_000);

@@ -1,7 +1,9 @@
 /**
  * Messages in the events stream that are not valid events (bytes no hub writer makes) are poison:
  * every consumer that reads one terminates it once, logs it, and goes on with the next. Nothing
- * is retried, no position stalls behind it, and the jobs around it complete as usual.
+ * is retried, no position stalls behind it, and the jobs around it complete as usual. The index,
+ * fed from the projector's durable in a process that runs both, skips it (the projector
+ * terminates it).
  */
 import { expect, test } from "bun:test";
 import { headers as natsHeaders } from "@nats-io/transport-node";
@@ -64,6 +66,10 @@ test("poison in the events stream: each consumer terminates it once and the next
       yaml: 'callbacks: { allow_cidrs: ["127.0.0.1/32"] }',
     });
     const { js, jsm } = hub.running.hub;
+    // One process runs both read models: the index folds the projector's deliveries.
+    await waitFor("the index on the shared feed", () =>
+      hub.logs().includes("indexer folds the shared feed of its partition"),
+    );
     for (const poison of POISON) {
       const headers = natsHeaders();
       headers.set(EVENT_TYPE_HEADER, poison.type);
@@ -92,7 +98,6 @@ test("poison in the events stream: each consumer terminates it once and the next
     const durables = [
       TOPOLOGY.consumers.executor,
       TOPOLOGY.consumers.projector,
-      INDEX_CONSUMER,
       TOPOLOGY.consumers.callback,
     ];
     for (const durable of durables) {
@@ -102,11 +107,19 @@ test("poison in the events stream: each consumer terminates it once and the next
       });
       expect({ durable, redelivered: info.num_redelivered }).toEqual({ durable, redelivered: 0 });
     }
-    // Terminated once each: the executor its run, the projector and the indexer all three, the
-    // callback service the final event.
+    // The index's own durable is gone while it is fed: only one delivery per event for both.
+    const names: string[] = [];
+    for await (const c of jsm.consumers.list(TOPOLOGY.eventsStream)) names.push(c.name);
+    expect(names).not.toContain(INDEX_CONSUMER);
+    // Terminated once each: the executor its run, the projector all three, the callback service
+    // the final event; the index skipped all three.
     const logs = hub.logs();
     expect(logged(logs, "poison run.requested terminated")).toBe(1);
-    expect(logged(logs, "poison event terminated")).toBe(3 + 3 + 1);
+    expect(logged(logs, "poison event terminated")).toBe(3 + 1);
+    await waitFor(
+      "the index past the poison",
+      () => logged(hub.logs(), "poison event skipped") === 3,
+    );
   } finally {
     receiver.stop(true);
   }

@@ -28,12 +28,12 @@ describe("AckFloor", () => {
     floor.settled(m1);
     floor.settled(m3);
     floor.settled(m4);
-    floor.flush();
+    floor.flush()?.ack();
     expect(acked).toEqual([1]); // 2 is unwritten: 3 and 4 wait
     floor.settled(m2);
-    floor.flush();
+    floor.flush()?.ack();
     expect(acked).toEqual([1, 4]); // one ack settles 2..4 (AckPolicy.All)
-    floor.flush();
+    floor.flush()?.ack();
     expect(acked).toEqual([1, 4]);
     expect(floor.outstanding).toBe(0);
   });
@@ -46,10 +46,10 @@ describe("AckFloor", () => {
     floor.delivered(newer);
     floor.delivered(late);
     floor.settled(newer);
-    floor.flush();
+    floor.flush()?.ack();
     expect(acked).toEqual([]);
     floor.settled(late);
-    floor.flush();
+    floor.flush()?.ack();
     expect(acked).toEqual([5]);
   });
 
@@ -65,7 +65,7 @@ describe("AckFloor", () => {
     expect(floor.positionIf(new Set([11, 13]))).toBe(11); // 12 still held
     expect(floor.positionIf(new Set([11, 12, 13]))).toBe(13);
     // It only reads: the floor and its acks are unchanged.
-    floor.flush();
+    floor.flush()?.ack();
     expect(acked).toEqual([10]);
     expect(floor.positionIf(new Set())).toBe(10);
   });
