@@ -92,8 +92,8 @@ const wanted = new Set<string>(args.length > 0 ? args : SCENARIOS);
 if (wanted.has("memory") && wanted.size === 1) wanted.add("ingress");
 const env = process.env;
 const DURATION = Number(env.BENCH_DURATION ?? 20);
-// /proc counts CPU in 10 ms ticks: over 20 s that is ±0.0005 cores per process, ±0.0025 for the
-// five of the hub, a quarter of the idle goal. 60 s brings it to ±0.0008 for the whole hub.
+// /proc counts CPU in 10 ms ticks: over 20 s that is ±0.0005 cores per process, ±0.002 for the
+// four of the hub, a fifth of the idle goal. 60 s brings it to ±0.0008 for the whole hub.
 const IDLE_SEC = Number(env.BENCH_IDLE_SEC ?? 60);
 const SETTLE_SEC = Number(env.BENCH_SETTLE_SEC ?? 30);
 let PEERS: ReturnType<typeof parsePeerSelection>;
