@@ -25,8 +25,8 @@ const env = process.env;
 const USAGE = `usage: switchyard <command> [--help]
 
   up                          run every service in one process (embedded nats-server if NATS_URL is unset)
-  serve <service> [<service>...]   run the named services in one process (how Kubernetes runs them):
-                              ${SERVICE_NAMES.join(", ")}
+  serve <service>...          run the named services in one process (${SERVICE_NAMES.join(", ")});
+                              Kubernetes runs the read models together: serve projector indexer
   setup                       create or update streams, buckets and consumers (the admin's NATS credential)
   permissions [--partitions P] [--out file]   the NATS users and permissions (permissions.conf) for P partitions
   token new <id> [--operator] print a new client (or operator) token once, and the hash for the config

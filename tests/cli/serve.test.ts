@@ -29,11 +29,22 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/**
+ * `switchyard serve <args>` with tracing on through the standard variable only (no span leaves an
+ * idle read model, so the endpoint is never called); the test's own OTEL_* are dropped.
+ */
 function spawnServe(args: readonly string[]) {
-  const { NATS_URL: _, ...rest } = process.env;
+  const rest = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.startsWith("OTEL_") && key !== "NATS_URL"),
+  );
   return Bun.spawn([process.execPath, MAIN, "serve", ...args], {
     cwd: dir,
-    env: { ...rest, SWITCHYARD_CONFIG: configPath, SWITCHYARD_LOG_LEVEL: "info" },
+    env: {
+      ...rest,
+      SWITCHYARD_CONFIG: configPath,
+      SWITCHYARD_LOG_LEVEL: "info",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
+    },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -51,7 +62,7 @@ function collect(stream: ReadableStream<Uint8Array>): () => string {
 }
 
 describe("switchyard serve with several services", () => {
-  test("serve projector indexer: both read models in one process, its log and metrics name both", async () => {
+  test("serve projector indexer: both read models in one process; its log, tracing and metrics name both", async () => {
     const proc = spawnServe(["projector", "indexer"]);
     const out = collect(proc.stdout);
     const err = collect(proc.stderr);
@@ -73,13 +84,15 @@ describe("switchyard serve with several services", () => {
       expect(metrics).toContain('switchyard_service_info{service="projector"} 1');
       expect(metrics).toContain('switchyard_service_info{service="indexer"} 1');
       expect(metrics).not.toContain('switchyard_service_info{service="ingress"}');
-      const services = new Set(
-        out()
-          .split("\n")
-          .filter((line) => line.startsWith("{"))
-          .map((line) => (JSON.parse(line) as { service?: string }).service),
-      );
-      expect([...services]).toEqual(["projector+indexer"]);
+      const lines = out()
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map(
+          (line) => JSON.parse(line) as { service?: string; msg?: string; service_name?: string },
+        );
+      expect([...new Set(lines.map((line) => line.service))]).toEqual(["projector+indexer"]);
+      const tracing = lines.find((line) => line.msg === "tracing to an OTLP endpoint");
+      expect(tracing?.service_name).toBe("switchyard-projector+indexer");
     } finally {
       proc.kill("SIGTERM");
     }
