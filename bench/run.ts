@@ -4,7 +4,8 @@
  * get, e2e, paths (JetStream cost of the retry paths), compiler, ratelimit (the shared per-client rate limit's cost per POST /run, bench/lib/ratelimit-scenario.ts), index (the search index: CPU per job with and without it, and queries over 1,000,000 indexed jobs; runs last); memory and idle CPU are measured throughout. Default: all of them.
  *
  * Starts its own nats-server (random port, temp store, monitoring port for its counters), the hub
- * as separate processes (`bun services/cli/main.ts serve <svc>`, production, log level warn), the
+ * as Kubernetes deploys it (`bun services/cli/main.ts serve <svc...>`, production, log level warn:
+ * ingress, read-models = `serve projector indexer`, executor, callback), the
  * ceiling, the callback receiver and the peers (Fastify + BullMQ on the machine's Redis, keys under
  * a prefix; Fastify + graphile-worker on the machine's PostgreSQL, a database of its own), and runs
  * the load generator as its own process. Prints a report and writes bench/results/<timestamp>.json.
@@ -17,8 +18,9 @@
  * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, bullmq-node, pg, floor, floor-split,
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
- * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (services
- * under --cpu-prof; summarise the profile with `bun bench/profile.ts <file>`), BENCH_PARTITIONS (a
+ * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (processes
+ * under --cpu-prof, by process or service name: read-models, or projector or indexer for it;
+ * summarise the profile with `bun bench/profile.ts <file>`), BENCH_PARTITIONS (a
  * partition count or a comma list such as 1,8,16: instead of the scenarios, the hub at each P with
  * a fresh store, side by side: idle CPU and the e2e closed loop, then the floors BENCH_PEER names
  * (floor, floor-split; the other peers are left out) at the same P; with BENCH_E2E_JOBS=0 the idle
@@ -53,7 +55,7 @@ import {
   savePartitionsRun,
 } from "./lib/partitions.ts";
 import { type Peer, parsePeerSelection, startPartitionedFloor, startPeer } from "./lib/peers.ts";
-import { HUB_PROCS, HUB_SERVICES } from "./lib/phase.ts";
+import { HUB_PROCESS_SERVICES, HUB_PROCS, HUB_SERVICES, type HubService } from "./lib/phase.ts";
 import { createProcessTable } from "./lib/procs.ts";
 import { ratelimitScenario, renderRatelimitReport } from "./lib/ratelimit-scenario.ts";
 import { type BenchResults, renderReport } from "./lib/report.ts";
@@ -90,8 +92,8 @@ const wanted = new Set<string>(args.length > 0 ? args : SCENARIOS);
 if (wanted.has("memory") && wanted.size === 1) wanted.add("ingress");
 const env = process.env;
 const DURATION = Number(env.BENCH_DURATION ?? 20);
-// /proc counts CPU in 10 ms ticks: over 20 s that is ±0.0005 cores per process, ±0.0025 for the
-// five of the hub, a quarter of the idle goal. 60 s brings it to ±0.0008 for the whole hub.
+// /proc counts CPU in 10 ms ticks: over 20 s that is ±0.0005 cores per process, ±0.002 for the
+// four of the hub, a fifth of the idle goal. 60 s brings it to ±0.0008 for the whole hub.
 const IDLE_SEC = Number(env.BENCH_IDLE_SEC ?? 60);
 const SETTLE_SEC = Number(env.BENCH_SETTLE_SEC ?? 30);
 let PEERS: ReturnType<typeof parsePeerSelection>;
@@ -112,7 +114,6 @@ const settings = {
   drainTimeoutSec: Number(env.BENCH_DRAIN_TIMEOUT ?? 600),
 };
 const BUN = process.execPath;
-type HubService = (typeof HUB_SERVICES)[number];
 /**
  * The memory JavaScriptCore sizes the services' heap for, as the Kubernetes manifests give each
  * (BUN_JSC_forceRAMSize from limits.memory, 512Mi); without it JSC sizes the heap for the host's
@@ -208,12 +209,18 @@ function gitDescribe(): string {
   }
 }
 
+/** Whether BENCH_PROFILE names the process or one of the services it runs. */
+function profiled(svc: HubService): boolean {
+  const names: readonly string[] = [svc, ...HUB_PROCESS_SERVICES[svc]];
+  return (env.BENCH_PROFILE ?? "").split(",").some((name) => names.includes(name));
+}
+
 function startService(svc: HubService, configPath: string, logLevel = "warn") {
-  // BENCH_PROFILE=ingress,projector: run those services under the CPU profiler; the profiles
+  // BENCH_PROFILE=ingress,read-models: run those processes under the CPU profiler; the profiles
   // (.cpuprofile and a markdown summary) are written to bench/results/profiles on exit.
   // BENCH_SMOL=1: run the services with Bun's --smol (a smaller heap, more frequent GC).
   const smol = env.BENCH_SMOL === "1" ? ["--smol"] : [];
-  const profile = (env.BENCH_PROFILE ?? "").split(",").includes(svc)
+  const profile = profiled(svc)
     ? [
         "--cpu-prof",
         "--cpu-prof-md",
@@ -223,7 +230,14 @@ function startService(svc: HubService, configPath: string, logLevel = "warn") {
     : [];
   return spawnChild(
     svc,
-    [BUN, ...smol, ...profile, join(ROOT, "services/cli/main.ts"), "serve", svc],
+    [
+      BUN,
+      ...smol,
+      ...profile,
+      join(ROOT, "services/cli/main.ts"),
+      "serve",
+      ...HUB_PROCESS_SERVICES[svc],
+    ],
     {
       SWITCHYARD_CONFIG: configPath,
       SWITCHYARD_LOG_LEVEL: logLevel,
@@ -289,12 +303,16 @@ async function startHub(receiverBase: string, partitions = 1) {
   }
   await waitConsumers(monitor);
   log(`hub up at ${base}`);
-  /** The index scenario's switch: the indexer service with the index on, or idle with it off. */
-  const restartIndexer = async (indexEnabled: boolean) => {
-    await children.get("indexer")?.stop("SIGTERM");
-    // At info level for its start line (one line per service start; nothing per job).
-    const child = startService("indexer", indexEnabled ? configPath : noIndexPath, "info");
-    children.set("indexer", child);
+  /**
+   * The index scenario's switch: the read models' process with the index on, or with it off (its
+   * indexer idle). The projector stops and starts with it, folding from its own durable's floor.
+   */
+  const restartReadModels = async (indexEnabled: boolean) => {
+    await children.get("read-models")?.stop("SIGTERM");
+    // At info level for its start lines (one line per service start; nothing per job).
+    const child = startService("read-models", indexEnabled ? configPath : noIndexPath, "info");
+    children.set("read-models", child);
+    await child.waitForLine(/projector started/, 30_000);
     await child.waitForLine(indexEnabled ? /indexer started/ : /nothing to do/, 30_000);
     return child.pid;
   };
@@ -304,7 +322,7 @@ async function startHub(receiverBase: string, partitions = 1) {
     pids,
     natsUrl: nats.url,
     natsVersion: varz.version ?? "unknown",
-    restartIndexer,
+    restartReadModels,
     /** Stops the services, then nats-server (the partitions run starts a fresh hub per P). */
     async stop() {
       for (const child of children.values()) await child.stop("SIGTERM");
@@ -416,7 +434,7 @@ async function main() {
     };
   }
   if (wanted.has("compiler")) s.compiler = await runCompiler();
-  // Last, so no other scenario's figures include it (it restarts the indexer).
+  // Last, so no other scenario's figures include it (it restarts the read models' process).
   let indexFigures: Awaited<ReturnType<typeof indexScenario>> | undefined;
   if (wanted.has("index")) {
     indexFigures = await indexScenario(ctx, {
@@ -424,8 +442,8 @@ async function main() {
       jobs: Number(env.BENCH_INDEX_E2E_JOBS ?? 20_000),
       pairs: Number(env.BENCH_INDEX_PAIRS ?? 3),
       queryJobs: Number(env.BENCH_INDEX_JOBS ?? 1_000_000),
-      restartIndexer: async (enabled) => {
-        procs.trackPid("indexer", await hub.restartIndexer(enabled));
+      restartReadModels: async (enabled) => {
+        procs.trackPid("read-models", await hub.restartReadModels(enabled));
       },
     });
     results.notes.push("the index scenario ran last; its figures are in results.index");

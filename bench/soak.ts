@@ -2,10 +2,11 @@
 /**
  * Soak test (issue 7): `npm run soak -- --minutes 10`.
  *
- * Starts a private nats-server (temp store, random loopback port) and the five services as
- * separate processes (`switchyard serve <svc>`), plus a verifying callback receiver on 127.0.0.1.
+ * Starts a private nats-server (temp store, random loopback port) and the hub's processes as
+ * Kubernetes deploys them (`switchyard serve <svc>`; the read models together, `serve projector
+ * indexer`), plus a verifying callback receiver on 127.0.0.1.
  * Mixed load: new runs (a quarter with callback_url), replays of accepted request_ids, and GETs.
- * Every `--kill-every` seconds (60) one service, picked at random, is SIGKILLed and started again.
+ * Every `--kill-every` seconds (60) one of those processes, picked at random, is SIGKILLed and started again.
  * At the end the unanswered requests are retried with their request_id, and the stream is checked:
  * accepted must equal completed, duplicates must be 0 (a second run.requested or status event, a
  * replay answered with another job, a second callback.delivered, a stored run no caller was told
@@ -20,7 +21,6 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { SERVICE_NAMES, type ServiceName } from "../services/runtime/run.ts";
 import { type ManagedNatsServer, startNatsServer } from "../shared/nats/index.ts";
 import {
   type CallbackReceiver,
@@ -31,13 +31,15 @@ import {
   subjectEvents,
 } from "../tests/faults/checks.ts";
 import {
+  DEPLOYED_PROCS,
   faultYaml,
   getJob,
   type HubProcs,
   hubProcs,
+  type ProcName,
   pool,
   rssBytes,
-  startAllServices,
+  startDeployedProcs,
   subjectCounts,
 } from "../tests/faults/procs.ts";
 
@@ -107,7 +109,7 @@ async function main(): Promise<number> {
   const rx = receiver;
   procs = await hubProcs(faultYaml({ natsUrl, logLevel: "warn" }), natsUrl);
   const hub = procs;
-  await startAllServices(hub);
+  await startDeployedProcs(hub);
   log(`nats ${natsUrl}, ingress ${hub.url()}, receiver ${rx.url}, seed ${firstSeed}`);
 
   const withCallback = (n: number) => n % 4 === 0;
@@ -163,7 +165,7 @@ async function main(): Promise<number> {
   let requestsAtLast = 0;
   const pids = () =>
     Object.fromEntries(
-      SERVICE_NAMES.map((s) => {
+      DEPLOYED_PROCS.map((s) => {
         const pid = hub.pid(s);
         let rss = 0;
         try {
@@ -191,7 +193,7 @@ async function main(): Promise<number> {
       `t=${sample.atSec}s requests=${sample.requests} p99=${sample.p99Ms}ms accepted=${load.accepted.size} rss=${JSON.stringify(sample.rssMiB)}`,
     );
     if (Date.now() >= nextKill && Date.now() < endAt) {
-      const victim = SERVICE_NAMES[Math.floor(random() * SERVICE_NAMES.length)] as ServiceName;
+      const victim = DEPLOYED_PROCS[Math.floor(random() * DEPLOYED_PROCS.length)] as ProcName;
       log(`SIGKILL ${victim}`);
       await hub.kill(victim);
       await hub.start(victim);

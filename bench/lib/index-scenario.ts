@@ -2,10 +2,11 @@
  * The search index's benchmark (issue 16, section 3), a scenario of its own that runs after every
  * other one, so none of their figures includes it:
  * 1. Does the index keep up with the e2e closed loop, and what does it cost? The same closed loop
- *    in pairs: with the indexer service running, then without it (the indexer restarted with
- *    index.enabled false, so it idles, and the `index` durable removed). Per pair, the hub's CPU
- *    per job with ÷ without, and the index's own share: what the indexer and nats-server (where
- *    its deliveries land) spent more, over the hub's CPU without. The medians over the pairs are
+ *    in pairs: with the index, then without it (the read models' process, `serve projector
+ *    indexer`, restarted with index.enabled false, so its indexer idles, and the `index` durable
+ *    removed). Per pair, the hub's CPU per job with ÷ without, and the index's own share: what the
+ *    read models' process and nats-server (where its deliveries land) spent more, over the hub's
+ *    CPU without; the projector's part of that process is the same work in both. The medians are
  *    the figures: the whole hub's CPU per job moves by up to 35% from one loop to the next on a
  *    shared 2-core machine, more than the index costs.
  * 2. 1,000,000 jobs indexed: list and search queries, p50 and p99 (bench/index.ts, own process).
@@ -21,8 +22,8 @@ import { e2e, HUB_PROCS, measurePhase, systemCpuSec } from "./phase.ts";
 import type { BenchContext } from "./scenarios.ts";
 
 export interface IndexScenarioDeps {
-  /** Restarts the indexer service with the index on or off; resolves once it runs. */
-  readonly restartIndexer: (indexEnabled: boolean) => Promise<void>;
+  /** Restarts the read models' process with the index on or off; resolves once it runs. */
+  readonly restartReadModels: (indexEnabled: boolean) => Promise<void>;
   readonly natsUrl: string;
   readonly jobs: number;
   /** On/off pairs of closed loops (BENCH_INDEX_PAIRS, default 3). */
@@ -42,10 +43,10 @@ type EngineFigures = {
 };
 
 interface LoopFigures {
-  /** The whole hub (nats-server and the five services). */
+  /** The whole hub (nats-server and the service processes). */
   readonly cpuPerJobUs: number;
-  /** The processes the index's cost lands in. */
-  readonly indexerUs: number;
+  /** The processes the index's cost lands in: the read models' process and nats-server. */
+  readonly readModelsUs: number;
   readonly natsServerUs: number;
   readonly completedPerSec: number;
   readonly drainSec: number;
@@ -56,7 +57,7 @@ interface PairFigures {
   readonly withoutIndex: LoopFigures;
   /** Whole hub, with ÷ without. */
   readonly cpuRatio: number;
-  /** (without + the indexer's and nats-server's extra CPU) ÷ without. */
+  /** (without + the read models' and nats-server's extra CPU) ÷ without. */
   readonly attributedRatio: number;
 }
 
@@ -102,7 +103,7 @@ async function closedLoop(ctx: BenchContext, label: string, jobs: number) {
     round((systemCpuSec(figures.phase, procs) / Math.max(1, figures.phase.units)) * 1e6, 0);
   return {
     cpuPerJobUs: perJobUs(HUB_PROCS),
-    indexerUs: perJobUs(["indexer"]),
+    readModelsUs: perJobUs(["read-models"]),
     natsServerUs: perJobUs(["nats-server"]),
     completedPerSec: round(figures.completedPerSec, 0),
     drainSec: figures.phase.drainSec,
@@ -112,7 +113,7 @@ async function closedLoop(ctx: BenchContext, label: string, jobs: number) {
 /** One pair's ratios. */
 export function pairRatios(on: LoopFigures, off: LoopFigures): PairFigures {
   const without = Math.max(1, off.cpuPerJobUs);
-  const extra = on.indexerUs - off.indexerUs + (on.natsServerUs - off.natsServerUs);
+  const extra = on.readModelsUs - off.readModelsUs + (on.natsServerUs - off.natsServerUs);
   return {
     withIndex: on,
     withoutIndex: off,
@@ -160,17 +161,17 @@ export async function indexScenario(
   for (let n = 1; n <= deps.pairs; n++) {
     if (n > 1) {
       // Back on: the indexer recreates its durable at its own position and catches up.
-      await deps.restartIndexer(true);
+      await deps.restartReadModels(true);
       await drainHub(ctx, "index catching up", ctx.settings.drainTimeoutSec);
     }
     const on = await closedLoop(ctx, `index on (${n} of ${deps.pairs})`, deps.jobs);
-    await deps.restartIndexer(false);
+    await deps.restartReadModels(false);
     await dropIndexConsumer(deps.natsUrl);
     const off = await closedLoop(ctx, `index off (${n} of ${deps.pairs})`, deps.jobs);
     pairs.push(pairRatios(on, off));
   }
   // The hub is left as it was found: with its index.
-  await deps.restartIndexer(true);
+  await deps.restartReadModels(true);
   await drainHub(ctx, "index catching up", ctx.settings.drainTimeoutSec);
   return {
     e2e: {
@@ -191,13 +192,13 @@ export function renderIndexReport(figures: IndexFigures): string {
   const { e2e: loop } = figures;
   const verdict = (ratio: number) => (ratio <= 1.15 ? "met" : "MISSED");
   lines.push(
-    `  e2e closed loop, ${loop.jobs} jobs, ${loop.pairs.length} on/off pairs: hub CPU per job with ÷ without, median ${loop.cpuRatio} (goal ≤ 1.15: ${verdict(loop.cpuRatio)}); the index's own share (indexer + nats-server), median ${loop.attributedRatio} (${verdict(loop.attributedRatio)})`,
+    `  e2e closed loop, ${loop.jobs} jobs, ${loop.pairs.length} on/off pairs: hub CPU per job with ÷ without, median ${loop.cpuRatio} (goal ≤ 1.15: ${verdict(loop.cpuRatio)}); the index's own share (read models + nats-server), median ${loop.attributedRatio} (${verdict(loop.attributedRatio)})`,
   );
   for (const [n, p] of loop.pairs.entries()) {
     const on = p.withIndex;
     const off = p.withoutIndex;
     lines.push(
-      `    pair ${n + 1}: hub ${on.cpuPerJobUs} / ${off.cpuPerJobUs} µs (${p.cpuRatio}); indexer ${on.indexerUs} / ${off.indexerUs}, nats-server ${on.natsServerUs} / ${off.natsServerUs} (${p.attributedRatio}); ${on.completedPerSec} / ${off.completedPerSec} done/s; drain ${on.drainSec} / ${off.drainSec} s`,
+      `    pair ${n + 1}: hub ${on.cpuPerJobUs} / ${off.cpuPerJobUs} µs (${p.cpuRatio}); read models ${on.readModelsUs} / ${off.readModelsUs}, nats-server ${on.natsServerUs} / ${off.natsServerUs} (${p.attributedRatio}); ${on.completedPerSec} / ${off.completedPerSec} done/s; drain ${on.drainSec} / ${off.drainSec} s`,
     );
   }
   const q = figures.queries;

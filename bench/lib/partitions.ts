@@ -19,7 +19,7 @@ import { ROOT, round } from "./common.ts";
 import type { FloorName, FloorPeer } from "./floor-peer.ts";
 import { evaluatePartitionGoals, fmtNum as fmt, type GoalRow, status } from "./goals.ts";
 import type { ConnMessages, CostTotals, JetStreamMonitor } from "./jetstream.ts";
-import { cpuUsPerUnit, HUB_PROCS, HUB_SERVICES } from "./phase.ts";
+import { connectionName, cpuUsPerUnit, HUB_PROCS, HUB_SERVICES } from "./phase.ts";
 import type { BenchContext, E2eFigures, IdleFigures } from "./scenarios.ts";
 import { e2ePhase, measureIdle } from "./scenarios.ts";
 
@@ -245,7 +245,7 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
     String(f.partitions),
     ...HUB_PROCS.map((p) => fmt(f.idle.cores[p] ?? Number.NaN, 4)),
     HUB_SERVICES.map((p) => {
-      const m = f.idleMessages[`switchyard-${p}`];
+      const m = f.idleMessages[connectionName(p)];
       return m ? `${fmt(m.in, 2)}/${fmt(m.out, 2)}` : "–";
     }).join("  "),
   ]);

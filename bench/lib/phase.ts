@@ -17,9 +17,25 @@ import {
 } from "./jetstream.ts";
 import { cpuDelta, type ProcessTable } from "./procs.ts";
 
-export const HUB_SERVICES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
-/** The whole hub: nats-server and its five services. */
+/**
+ * The hub's service processes as Kubernetes deploys them (deploy/k8s/base), and the services each
+ * runs (`switchyard serve <services...>`): the read models share one process, so the search index
+ * is fed from the projector's deliveries.
+ */
+export const HUB_PROCESS_SERVICES = {
+  ingress: ["ingress"],
+  "read-models": ["projector", "indexer"],
+  executor: ["executor"],
+  callback: ["callback"],
+} as const;
+export type HubService = keyof typeof HUB_PROCESS_SERVICES;
+/** The service processes, by the name the CPU and memory tables show. */
+export const HUB_SERVICES = Object.keys(HUB_PROCESS_SERVICES) as readonly HubService[];
+/** The whole hub: nats-server and its service processes. */
 export const HUB_PROCS = ["nats-server", ...HUB_SERVICES] as const;
+/** The NATS connection name of a service process (shared/hub: the services joined with "+"). */
+export const connectionName = (svc: HubService) =>
+  `switchyard-${HUB_PROCESS_SERVICES[svc].join("+")}`;
 
 export interface PhaseFigures {
   /** From the run's start to the end of the drain. */

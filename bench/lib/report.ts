@@ -276,7 +276,9 @@ function cpuRows(r: BenchResults): string[] {
     const closed = cpuUsPerUnit(e2e?.closed.phase, procs);
     const rate = cpuUsPerUnit(e2e?.rate.phase, procs);
     return [
-      name === "hub" ? "hub (nats-server + 5 services)" : PEER_LABELS[name as PeerName],
+      name === "hub"
+        ? `hub (nats-server + ${HUB_SERVICES.join(", ")})`
+        : PEER_LABELS[name as PeerName],
       fmt(cpuUsPerUnit(post, procs)),
       fmt(closed),
       fmt(rate),

@@ -13,7 +13,9 @@ import {
   EVENTS_USAGE,
   PERMISSIONS_OPTIONS,
   PERMISSIONS_USAGE,
+  SERVE_USAGE,
   SERVICE_NAMES,
+  serveProblem,
 } from "./options.ts";
 
 // Everything else loads on use: --help and usage errors answer without starting the services.
@@ -23,7 +25,8 @@ const env = process.env;
 const USAGE = `usage: switchyard <command> [--help]
 
   up                          run every service in one process (embedded nats-server if NATS_URL is unset)
-  serve <${SERVICE_NAMES.join("|")}>   run one service (how Kubernetes runs them)
+  serve <service>...          run the named services in one process (${SERVICE_NAMES.join(", ")});
+                              Kubernetes runs the read models together: serve projector indexer
   setup                       create or update streams, buckets and consumers (the admin's NATS credential)
   permissions [--partitions P] [--out file]   the NATS users and permissions (permissions.conf) for P partitions
   token new <id> [--operator] print a new client (or operator) token once, and the hash for the config
@@ -59,10 +62,8 @@ const SPECS = {
     usage:
       "usage: switchyard up\n\n  every service in one process; an embedded nats-server in ./.data unless NATS_URL is set",
   },
-  serve: {
-    usage: `usage: switchyard serve <${SERVICE_NAMES.join("|")}>\n\n  one service; needs a config file (SWITCHYARD_CONFIG)`,
-    positionals: { min: 1, max: 1 },
-  },
+  // Any count: a name given twice is refused by name (serveProblem), not as "unexpected".
+  serve: { usage: SERVE_USAGE, positionals: { min: 1, max: Number.MAX_SAFE_INTEGER } },
   setup: {
     usage:
       "usage: switchyard setup\n\n  creates or updates every stream, bucket and durable consumer with the config's NATS credential (the admin role), so services with nats.manage_topology: false can start (needs the config file)",
@@ -248,11 +249,9 @@ async function run(name: CommandName, args: string[], parsed: ParsedArgs): Promi
       await (await import("./run-commands.ts")).up(env, stdio.stdout);
       return -1;
     case "serve": {
-      const service = positionals[0] as ServiceName;
-      if (!SERVICE_NAMES.includes(service)) {
-        throw new UsageError(`serve needs one of: ${SERVICE_NAMES.join(", ")}`, SPECS.serve.usage);
-      }
-      await (await import("./run-commands.ts")).serve(service, env);
+      const problem = serveProblem(positionals);
+      if (problem) throw new UsageError(problem, SPECS.serve.usage);
+      await (await import("./run-commands.ts")).serve(positionals as ServiceName[], env);
       return -1;
     }
     case "setup":

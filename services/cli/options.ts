@@ -44,6 +44,28 @@ export const AUDIT_VERIFY_OPTIONS = {
 /** The services `switchyard serve` runs (services/runtime/run.ts SERVICE_NAMES). */
 export const SERVICE_NAMES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
 
+export const SERVE_USAGE = `usage: switchyard serve <service> [<service>...]
+
+  the named services in one process over one NATS connection (needs a config file, SWITCHYARD_CONFIG)
+  services: ${SERVICE_NAMES.join(", ")}
+  Kubernetes runs the ingress, the executor and the callback service alone, and the two read
+  models together: \`serve projector indexer\` (the read-models NATS user), so each event of a
+  partition is delivered once for both. \`serve projector\` and \`serve indexer\` run them apart.`;
+
+/**
+ * What is wrong with the services `serve` was given: a name that is no service, or one named
+ * twice (the process would start it once and the log would say otherwise). Undefined when right.
+ */
+export function serveProblem(names: readonly string[]): string | undefined {
+  const known: readonly string[] = SERVICE_NAMES;
+  const unknown = names.find((name) => !known.includes(name));
+  if (unknown !== undefined) {
+    return `unknown service '${unknown}'; serve takes: ${SERVICE_NAMES.join(", ")}`;
+  }
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  return twice === undefined ? undefined : `service '${twice}' is named twice`;
+}
+
 /** `switchyard permissions` */
 export const PERMISSIONS_OPTIONS = {
   /** The hub's nats.partitions (default: the config file's, else 1). */

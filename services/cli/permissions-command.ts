@@ -14,7 +14,7 @@ import { configPath, type Env } from "./connect.ts";
 import { PERMISSIONS_USAGE } from "./options.ts";
 import { natsPermissions } from "./permissions/render.ts";
 
-/** The most a Kubernetes ConfigMap holds (the file grows by about 5.1 kB per partition). */
+/** The most a Kubernetes ConfigMap holds (the file grows by about 6.7 kB per partition). */
 const CONFIG_MAP_BYTES = 1024 * 1024;
 
 export interface PermissionsRequest {

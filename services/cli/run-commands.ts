@@ -1,5 +1,5 @@
 /**
- * `switchyard up` and `switchyard serve <service>`: long-running processes. Signals: SIGINT and
+ * `switchyard up` and `switchyard serve <service>...`: long-running processes. Signals: SIGINT and
  * SIGTERM stop gracefully; SIGHUP reloads the configuration (so does a change of the file).
  */
 import { randomBytes } from "node:crypto";
@@ -255,8 +255,13 @@ export async function up(env: Env, stdout: (text: string) => void): Promise<void
   }
 }
 
-/** `switchyard serve <service>`: one service per process, as Kubernetes runs them. */
-export async function serve(name: ServiceName, env: Env): Promise<void> {
+/**
+ * `switchyard serve <service>...`: the named services in one process, as Kubernetes runs them
+ * (the read models together, the others alone). The log's `service` and the default tracing
+ * service name join the names with "+", as the NATS connection's name does.
+ */
+export async function serve(names: readonly ServiceName[], env: Env): Promise<void> {
+  const name = names.join("+");
   const files: string[] = [];
   const notices: ConfigIssue[] = [];
   const config = (await loadConfig(env, true, {
@@ -268,7 +273,7 @@ export async function serve(name: ServiceName, env: Env): Promise<void> {
   logNotices(logger, notices);
   const trap = trapStopAndReload(logger);
   const tracing = await createTracing({ env, defaultServiceName: `switchyard-${name}`, logger });
-  const running = await startServices([name], {
+  const running = await startServices(names, {
     config,
     logger,
     clock: systemClock,

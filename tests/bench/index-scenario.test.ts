@@ -1,9 +1,9 @@
 import { expect, test } from "bun:test";
 import { pairRatios } from "../../bench/lib/index-scenario.ts";
 
-const loop = (cpu: number, indexer: number, nats: number) => ({
+const loop = (cpu: number, readModels: number, nats: number) => ({
   cpuPerJobUs: cpu,
-  indexerUs: indexer,
+  readModelsUs: readModels,
   natsServerUs: nats,
   completedPerSec: 1_000,
   drainSec: 1,
@@ -11,7 +11,7 @@ const loop = (cpu: number, indexer: number, nats: number) => ({
 
 test("index pair: the whole hub's ratio, and the share of the processes the index runs in", () => {
   // The other services were 100 µs busier in the loop with the index (the machine's noise): the
-  // whole-hub ratio counts it, the attributed one only the indexer's and nats-server's extra.
+  // whole-hub ratio counts it, the attributed one only the read models' process's and nats-server's extra.
   const pair = pairRatios(loop(1_100, 300, 400), loop(900, 220, 380));
   expect(pair.cpuRatio).toBe(1.222);
   expect(pair.attributedRatio).toBe(1.111);

@@ -34,6 +34,7 @@ const HELP = [
   ["up", "-h"],
   ["serve", "--help"],
   ["serve", "ingress", "-h"],
+  ["serve", "projector", "indexer", "--help"],
   ["token", "--help"],
   ["token", "new", "--help"],
   ["token", "new", "acme", "-h"],
@@ -70,6 +71,9 @@ const HELP = [
 const BAD: [string[], string][] = [
   [["up", "--port", "1"], "Unknown option '--port'"],
   [["serve", "ingress", "--bogus"], "Unknown option '--bogus'"],
+  [["serve"], "missing argument"],
+  [["serve", "projector", "nope"], "unknown service 'nope'; serve takes: ingress, projector"],
+  [["serve", "indexer", "indexer"], "service 'indexer' is named twice"],
   [["token", "new", "acme", "--x"], "Unknown option '--x'"],
   [["token", "new"], "missing argument"],
   [["token", "old", "x"], "unknown token subcommand 'old'"],

@@ -7,7 +7,11 @@ import { copyFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NATS_ROLES, natsPermissions } from "../../services/cli/permissions/render.ts";
+import {
+  NATS_ROLES,
+  natsPermissions,
+  passwordVariable,
+} from "../../services/cli/permissions/render.ts";
 import { findNatsServerBinary } from "../../shared/nats/index.ts";
 
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
@@ -40,9 +44,7 @@ function natsCheck(permissionsFile: string) {
   const conf = join(dir, `server-${Math.random().toString(36).slice(2)}.conf`);
   copyFileSync(permissionsFile, join(dir, "permissions.conf"));
   writeFileSync(conf, "include ./permissions.conf\n");
-  const passwords = Object.fromEntries(
-    NATS_ROLES.map((r) => [`SY_${r.toUpperCase()}_PASSWORD`, `pw-${r}`]),
-  );
+  const passwords = Object.fromEntries(NATS_ROLES.map((r) => [passwordVariable(r), `pw-${r}`]));
   const run = Bun.spawnSync([findNatsServerBinary(process.env), "-t", "-c", conf], {
     env: { ...process.env, ...passwords },
     stdout: "pipe",

@@ -87,7 +87,7 @@ describe("shipped Switchyard configs", () => {
       "",
     );
     const wanted = [...permissions.matchAll(/password: \$(\w+)/g)].map((m) => m[1] ?? "").sort();
-    expect(wanted.length).toBe(8);
+    expect(wanted.length).toBe(9); // NATS_ROLES
     const example = await secretKeys("base/nats-users.secret.example.yaml");
     const dev = await secretKeys("overlays/dev/secret-nats-users-dev.yaml");
     expect(Object.keys(example).sort()).toEqual(wanted);

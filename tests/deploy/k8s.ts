@@ -18,6 +18,19 @@ export const REPO = join(import.meta.dir, "..", "..");
 export const DEPLOY = join(REPO, "deploy");
 export const K8S = join(DEPLOY, "k8s");
 export const OVERLAYS = ["base", "overlays/dev", "overlays/prod", "overlays/prod-keda"] as const;
+
+/**
+ * The hub's Deployments (switchyard-<name>, component <name>) and the services each runs
+ * (`serve <services>`): the read models share one process.
+ */
+export const HUB_DEPLOYMENTS = {
+  ingress: ["ingress"],
+  "read-models": ["projector", "indexer"],
+  executor: ["executor"],
+  callback: ["callback"],
+} as const;
+export type HubDeployment = keyof typeof HUB_DEPLOYMENTS;
+export const HUB_DEPLOYMENT_NAMES = Object.keys(HUB_DEPLOYMENTS) as readonly HubDeployment[];
 export type Overlay = (typeof OVERLAYS)[number];
 
 export interface K8sObject {

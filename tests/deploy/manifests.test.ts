@@ -10,6 +10,8 @@ import {
   asK8sObject,
   byKind,
   findKustomize,
+  HUB_DEPLOYMENT_NAMES,
+  HUB_DEPLOYMENTS,
   isCustomKind,
   isRecord,
   K8S,
@@ -24,7 +26,7 @@ import {
   validateObject,
 } from "./k8s.ts";
 
-const SERVICES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
+const SERVICES = HUB_DEPLOYMENT_NAMES;
 const RENDER_MS = 30_000;
 
 /** Every kustomization.yaml and what it refers to, by kind of reference. */
@@ -127,14 +129,14 @@ describe.each(OVERLAYS)("kustomize render of %s", (overlay) => {
     RENDER_MS,
   );
 
-  test("has the namespace, service account, five services and NATS", () => {
+  test("has the namespace, service account, the five services in four Deployments and NATS", () => {
     const objects = render(overlay);
     named(objects, "Namespace", "switchyard");
     named(objects, "ServiceAccount", "switchyard");
     for (const svc of SERVICES) {
       const d = named<IDeployment>(objects, "Deployment", `switchyard-${svc}`);
       const c = d.spec?.template.spec?.containers[0];
-      expect(c?.args).toEqual(["serve", svc]);
+      expect(c?.args).toEqual(["serve", ...HUB_DEPLOYMENTS[svc]]);
       expect(d.spec?.template.spec?.serviceAccountName).toBe("switchyard");
       // JSC sizes its heap for the container's limit, not the node's RAM (docs/performance.md).
       const ram = c?.env?.find((e) => e.name === "BUN_JSC_forceRAMSize");
@@ -227,7 +229,7 @@ describe("overlays", () => {
     RENDER_MS,
   );
 
-  test("prod runs more than one replica of every service, the projector included; dev one of each", () => {
+  test("prod runs more than one replica of every service, the read models included; dev one of each", () => {
     const replicas = (objects: readonly K8sObject[], svc: string) => {
       if (svc === "ingress") {
         const hpa = named<{ spec: { minReplicas: number } }>(
@@ -246,17 +248,17 @@ describe("overlays", () => {
       expect(replicas(prod, svc)).toBeGreaterThan(1);
     }
     for (const overlay of [dev, prod]) {
-      // No Deployment stops all its pods to update: the projector's standby takes the lease.
+      // No Deployment stops all its pods to update: the read models' standby takes the leases.
       for (const svc of SERVICES) {
         const deployment = named<IDeployment>(overlay, "Deployment", `switchyard-${svc}`);
         expect(deployment.spec?.strategy?.type ?? "RollingUpdate").toBe("RollingUpdate");
       }
-      const projector = named<IDeployment>(overlay, "Deployment", "switchyard-projector");
-      expect(projector.spec?.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
+      const readModels = named<IDeployment>(overlay, "Deployment", "switchyard-read-models");
+      expect(readModels.spec?.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
     }
   });
 
-  test("base: every service runs more than one replica, the projector and the indexer two (active and standby)", () => {
+  test("base: every service runs more than one replica, the read models two (active and standby)", () => {
     const base = render("base");
     const hpa = named<{ spec: { minReplicas: number } }>(
       base,
@@ -264,16 +266,18 @@ describe("overlays", () => {
       "switchyard-ingress",
     );
     expect(hpa.spec.minReplicas).toBeGreaterThan(1);
-    for (const svc of ["projector", "indexer", "executor", "callback"] as const) {
+    for (const svc of ["read-models", "executor", "callback"] as const) {
       const deployment = named<IDeployment>(base, "Deployment", `switchyard-${svc}`);
       expect(deployment.spec?.replicas ?? 1).toBeGreaterThan(1);
     }
     // One folds, one stands by; more would only add standbys. Prod keeps the base's count.
     for (const overlay of ["base", "overlays/prod", "overlays/prod-keda"] as const) {
-      for (const svc of ["projector", "indexer"] as const) {
-        const deployment = named<IDeployment>(render(overlay), "Deployment", `switchyard-${svc}`);
-        expect(deployment.spec?.replicas).toBe(2);
-      }
+      const deployment = named<IDeployment>(
+        render(overlay),
+        "Deployment",
+        "switchyard-read-models",
+      );
+      expect(deployment.spec?.replicas).toBe(2);
     }
     for (const overlay of OVERLAYS) {
       for (const d of byKind<IDeployment>(render(overlay), "Deployment")) {

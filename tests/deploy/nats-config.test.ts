@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IStatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { NATS_ROLES, passwordVariable } from "../../services/cli/permissions/render.ts";
 import { findNatsServerBinary } from "../../shared/nats/index.ts";
 import { makeTestPki, type TestPki } from "../helpers/tls.ts";
 import { byKind, K8S, named, OVERLAYS, readText, render } from "./k8s.ts";
@@ -47,11 +48,7 @@ afterAll(async () => {
 });
 
 /** The passwords permissions.conf reads from the environment (the switchyard-nats-users Secret). */
-const PASSWORDS = Object.fromEntries(
-  ["ADMIN", "INGRESS", "PROJECTOR", "INDEXER", "EXECUTOR", "CALLBACK", "WORKER", "AUDITOR"].map(
-    (r) => [`SY_${r}_PASSWORD`, `pw-${r}`],
-  ),
-);
+const PASSWORDS = Object.fromEntries(NATS_ROLES.map((r) => [passwordVariable(r), `pw-${r}`]));
 
 /** `nats-server -t` of a config laid out as in the pod: permissions.conf beside it, the certificates. */
 async function natsCheck(text: string) {

@@ -3,11 +3,11 @@ import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
 import type { IStatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import type { IJob } from "kubernetes-models/batch/v1/Job";
 import type { IPodSpec } from "kubernetes-models/v1/PodSpec";
-import { named, OVERLAYS, render } from "./k8s.ts";
+import { type NatsRole, passwordVariable } from "../../services/cli/permissions/render.ts";
+import { HUB_DEPLOYMENT_NAMES, named, OVERLAYS, render } from "./k8s.ts";
 
 // Who each pod is to NATS (deploy/nats/permissions.conf): its own user and only its own password.
-
-const SERVICES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
+// The read models' pods run the projector and the indexer in one process: the read-models user.
 
 /** The env var of a pod's first container. */
 function envOf(spec: IPodSpec | undefined, name: string): string | undefined {
@@ -15,10 +15,10 @@ function envOf(spec: IPodSpec | undefined, name: string): string | undefined {
 }
 
 describe.each(OVERLAYS)("NATS identities in %s", (overlay) => {
-  test("each service is its own NATS user, mounting only its own password; the setup Job is the admin", () => {
+  test("each Deployment is its own NATS user, mounting only its own password; the setup Job is the admin", () => {
     const objects = render(overlay);
-    const pods: [string, IPodSpec | undefined][] = [
-      ...SERVICES.map((svc): [string, IPodSpec | undefined] => [
+    const pods: [NatsRole, IPodSpec | undefined][] = [
+      ...HUB_DEPLOYMENT_NAMES.map((svc): [NatsRole, IPodSpec | undefined] => [
         svc,
         named<IDeployment>(objects, "Deployment", `switchyard-${svc}`).spec?.template.spec,
       ]),
@@ -29,9 +29,7 @@ describe.each(OVERLAYS)("NATS identities in %s", (overlay) => {
       expect(envOf(spec, "SWITCHYARD_ROLE")).toBe(role);
       const credential = spec?.volumes?.find((v) => v.name === "nats-credential")?.secret;
       expect(credential?.secretName).toBe("switchyard-nats-users");
-      expect(credential?.items).toEqual([
-        { key: `SY_${role.toUpperCase()}_PASSWORD`, path: "password" },
-      ]);
+      expect(credential?.items).toEqual([{ key: passwordVariable(role), path: "password" }]);
       const mounts = spec?.containers[0]?.volumeMounts ?? [];
       expect(mounts.find((m) => m.name === "nats-credential")?.mountPath).toBe(
         "/etc/switchyard-nats",

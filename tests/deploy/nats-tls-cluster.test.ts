@@ -116,6 +116,7 @@ beforeAll(async () => {
   for (const r of ["ADMIN", "INGRESS", "PROJECTOR", "INDEXER", "EXECUTOR", "CALLBACK"]) {
     env[`SY_${r}_PASSWORD`] = passwords[r.toLowerCase()];
   }
+  env.SY_READ_MODELS_PASSWORD = "unused-read-models";
   env.SY_WORKER_PASSWORD = "unused-worker";
   env.SY_AUDITOR_PASSWORD = "unused-auditor";
   const conf = shipped("nats-config", "nats.conf");

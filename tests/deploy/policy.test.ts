@@ -11,6 +11,7 @@ import type { IService } from "kubernetes-models/v1/Service";
 import { parse } from "yaml";
 import {
   byKind,
+  HUB_DEPLOYMENT_NAMES,
   isRecord,
   type K8sObject,
   named,
@@ -171,7 +172,7 @@ describe("container policy checker (self-test)", () => {
 describe.each(OVERLAYS)("policy: %s", (overlay: Overlay) => {
   test("every container has probes, requests and limits, the security context and a pinned image", () => {
     const ws = workloads(render(overlay));
-    expect(ws.length).toBe(6); // five hub services and NATS
+    expect(ws.length).toBe(5); // the hub's four Deployments (five services) and NATS
     const problems = ws.flatMap((w) =>
       containersOf(w.pod).flatMap((c) =>
         containerProblems(w.pod, c).map((p) => `${w.kind}/${w.name}/${c.name}: ${p}`),
@@ -322,7 +323,7 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
     labels: { "k8s-app": "kube-dns" },
   };
   const policies = () => byKind<INetworkPolicy>(render(overlay), "NetworkPolicy");
-  const SERVICES = ["ingress", "projector", "indexer", "executor", "callback"];
+  const SERVICES = HUB_DEPLOYMENT_NAMES;
 
   test("a default deny for both directions exists", () => {
     const deny = policies().find((p) => p.metadata?.name === "default-deny-all");
@@ -337,7 +338,7 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
     for (const from of [internet, otherNamespacePod]) {
       expect(canConnect(ps, from, hub("ingress"), { port: 8080 })).toBe(true);
       expect(canConnect(ps, from, hub("ingress"), { port: 9090 })).toBe(false);
-      for (const svc of ["projector", "indexer", "executor", "callback"]) {
+      for (const svc of SERVICES.filter((s) => s !== "ingress")) {
         for (const port of [8080, 9090, 443]) {
           expect(canConnect(ps, from, hub(svc), { port })).toBe(false);
         }
@@ -368,23 +369,24 @@ describe.each(OVERLAYS)("network policy: %s", (overlay: Overlay) => {
     expect(canConnect(ps, nats, internet, { port: 443 })).toBe(false);
   });
 
-  test("the ingress and the indexer reach the search index's PostgreSQL on 5432; the projector and NATS do not", () => {
+  test("the ingress and the read models (the indexer) reach the search index's PostgreSQL on 5432; NATS does not", () => {
     const ps = policies();
     const database: Peer = { kind: "ip", ip: "10.20.30.40" };
     for (const svc of SERVICES) {
       // Executor and callback reach any outside address anyway (HTTP executors, callback URLs).
-      const mayReach = svc !== "projector";
-      expect(canConnect(ps, hub(svc), database, { port: 5432 })).toBe(mayReach);
+      expect(canConnect(ps, hub(svc), database, { port: 5432 })).toBe(true);
       expect(canConnect(ps, hub(svc), metadataService, { port: 5432 })).toBe(false);
     }
-    expect(canConnect(ps, hub("indexer"), internet, { port: 443 })).toBe(false);
+    // The read models' way out is that port only.
+    expect(canConnect(ps, hub("read-models"), database, { port: 443 })).toBe(false);
+    expect(canConnect(ps, hub("read-models"), internet, { port: 443 })).toBe(false);
     expect(canConnect(ps, nats, database, { port: 5432 })).toBe(false);
   });
 
   test("hub services do not accept connections from each other", () => {
     const ps = policies();
     for (const a of SERVICES) {
-      for (const b of ["projector", "indexer", "executor", "callback"]) {
+      for (const b of SERVICES.filter((s) => s !== "ingress")) {
         expect(canConnect(ps, hub(a), hub(b), { port: 9090 })).toBe(false);
       }
     }

@@ -71,10 +71,20 @@ ${options.routes ?? ""}
 ${options.extra ?? ""}`;
 }
 
-/** A service, `up`, or a further replica of a service: `projector#2`. */
-export type ProcName = ServiceName | "up" | `${ServiceName}#${number}`;
+/**
+ * A service, `up`, `read-models` (`serve projector indexer`, as Kubernetes deploys the read
+ * models), or a further replica of a service: `projector#2`.
+ */
+export type ProcName = ServiceName | "up" | "read-models" | `${ServiceName}#${number}`;
 
-const serviceOf = (name: ProcName) => name.split("#")[0] as ServiceName | "up";
+/** The processes of the hub as Kubernetes deploys it (deploy/k8s/base). */
+export const DEPLOYED_PROCS = ["ingress", "read-models", "executor", "callback"] as const;
+
+type ProcKind = ServiceName | "up" | "read-models";
+const kindOf = (name: ProcName) => name.split("#")[0] as ProcKind;
+const READ_MODELS: readonly ServiceName[] = ["projector", "indexer"];
+const argsOf = (kind: ProcKind) =>
+  kind === "up" ? ["up"] : ["serve", ...(kind === "read-models" ? READ_MODELS : [kind])];
 
 interface ProcState {
   proc: Subprocess<"ignore", "pipe", "pipe">;
@@ -114,6 +124,13 @@ const READY_LINE: Record<ServiceName | "up", RegExp> = {
   callback: /"msg":"callback service started"/,
 };
 
+/** The ready line of a process; read-models is ready once both its read models are. */
+function readyMatch(kind: ProcKind, output: string): RegExpExecArray | null {
+  if (kind !== "read-models") return READY_LINE[kind].exec(output);
+  const lines = READ_MODELS.map((service) => READY_LINE[service].exec(output));
+  return lines.every((line) => line !== null) ? (lines[0] as RegExpExecArray) : null;
+}
+
 /** Starts nothing yet: a temp dir with the config file, and a registry of service processes. */
 export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs> {
   const dir = await mkdtemp(join(tmpdir(), "switchyard-faults-"));
@@ -140,9 +157,8 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
     if (previous && previous.proc.exitCode === null && previous.proc.signalCode === null) {
       throw new Error(`${name} is still running; kill it first`);
     }
-    const service = serviceOf(name);
-    const args = service === "up" ? [MAIN, "up"] : [MAIN, "serve", service];
-    const proc = Bun.spawn([process.execPath, ...args], {
+    const kind = kindOf(name);
+    const proc = Bun.spawn([process.execPath, MAIN, ...argsOf(kind)], {
       cwd: dir,
       env: {
         ...process.env,
@@ -166,7 +182,7 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
     const deadline = Date.now() + 30_000;
     for (;;) {
       const fresh = state.out.slice(offset);
-      const match = READY_LINE[service].exec(fresh);
+      const match = readyMatch(kind, fresh);
       if (match) {
         if (match[1]) {
           url = match[1];
@@ -219,6 +235,12 @@ export async function hubProcs(yaml: string, natsUrl: string): Promise<HubProcs>
 /** Starts the five services as separate processes (ingress last, so its URL is set when this returns). */
 export async function startAllServices(procs: HubProcs): Promise<void> {
   await Promise.all(SERVICE_NAMES.filter((s) => s !== "ingress").map((s) => procs.start(s)));
+  await procs.start("ingress");
+}
+
+/** Starts the hub's processes as Kubernetes deploys them (DEPLOYED_PROCS), ingress last. */
+export async function startDeployedProcs(procs: HubProcs): Promise<void> {
+  await Promise.all(DEPLOYED_PROCS.filter((p) => p !== "ingress").map((p) => procs.start(p)));
   await procs.start("ingress");
 }
 

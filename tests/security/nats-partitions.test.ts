@@ -1,9 +1,11 @@
 /**
  * Least privilege at P = 3: nats-server 2.9.10 with `switchyard permissions --partitions 3` and
- * mTLS, every service under its own user on a hub of three partitions. Runs land in every
- * partition and are accepted, executed (builtin and a NATS worker), called back, projected,
- * indexed, checkpointed and audited with the auditor's user; then the forbidden actions are
- * refused on partitions other than 0 as well.
+ * mTLS, the hub as Kubernetes deploys it on a hub of three partitions: the ingress, the executor
+ * and the callback service each under its own user, the projector and the indexer in one process
+ * under the read-models user. Runs land in every partition and are accepted, executed (builtin and
+ * a NATS worker), called back, projected, indexed, checkpointed and audited with the auditor's
+ * user; then the forbidden actions are refused on partitions other than 0 as well.
+ * (tests/security/nats-roles.test.ts runs the read models apart, under their own users.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -70,11 +72,12 @@ ${indexYaml}
   return parseConfig(yaml, {}, `${role} config`);
 }
 
-async function serve(service: ServiceName): Promise<RunningHub> {
+/** The services in one process under `role`'s user (default: the one service's own). */
+async function serve(services: readonly ServiceName[], role?: Role): Promise<RunningHub> {
   const { logger, logs: read } = captureLogger();
   logs.push(read);
-  const hub = await startServices([service], {
-    config: configFor(service),
+  const hub = await startServices(services, {
+    config: configFor(role ?? (services[0] as ServiceName)),
     logger,
     clock: systemClock,
     ids: randomIds,
@@ -116,6 +119,8 @@ afterAll(async () => {
 });
 
 let ingressUrl = "";
+/** The projector and the indexer in one process (the read-models user). */
+let readModelsHub: RunningHub | undefined;
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 async function submit(requestId: string, route: string): Promise<string> {
@@ -160,8 +165,9 @@ let jobs: string[] = [];
 
 describe(`every service under its own NATS user on a hub of ${P} partitions`, () => {
   test("services start without stream-management rights against what setup made", async () => {
-    for (const s of ["projector", "indexer", "executor", "callback"] as const) await serve(s);
-    ingressUrl = (await serve("ingress")).ingress?.url ?? "";
+    readModelsHub = await serve(["projector", "indexer"], "read-models");
+    for (const s of ["executor", "callback"] as const) await serve([s]);
+    ingressUrl = (await serve(["ingress"])).ingress?.url ?? "";
     expect(ingressUrl).toStartWith("http://127.0.0.1:");
     const jsm = await jetstreamManager(roles.nats.nc);
     for (let p = 0; p < P; p++)
@@ -364,7 +370,15 @@ describe("forbidden actions are refused on partitions other than 0", () => {
   });
 
   test("no service user manages partition 1's or 2's streams or another role's durables", async () => {
-    for (const role of ["ingress", "executor", "callback", "projector", "indexer"] as const) {
+    const roles = [
+      "ingress",
+      "executor",
+      "callback",
+      "projector",
+      "indexer",
+      "read-models",
+    ] as const;
+    for (const role of roles) {
       const hub = await connectAs(role);
       for (let p = 1; p < P; p++) {
         const deleted = await hub.jsm.streams.delete(layout.stream(p)).catch((e: Error) => e);
@@ -375,5 +389,41 @@ describe("forbidden actions are refused on partitions other than 0", () => {
         expect(String(consumer)).toContain("Permissions Violation");
       }
     }
+  });
+
+  test("read-models: what the projector and the indexer do, both durables its own; not what neither may", async () => {
+    // Stopped first: nats-server 2.9.10 may answer a delete of a durable being pulled and acked
+    // with "unlinkat …/obs/<durable>: directory not empty" (seen here), which is no refusal.
+    await readModelsHub?.stop();
+    running.splice(running.indexOf(readModelsHub as RunningHub), 1);
+    const readModels = await connectAs("read-models");
+    const stream = layout.stream(2);
+    // Both durables: read, deleted and made again as they were (the co-located process drops the
+    // indexer's durable while the index is fed from the projector's, and makes it again later).
+    for (const durable of ["projector", "index"]) {
+      const { config } = await readModels.jsm.consumers.info(stream, durable);
+      expect(await readModels.jsm.consumers.delete(stream, durable)).toBe(true);
+      const made = await readModels.jsm.consumers.add(stream, config);
+      expect(made.name).toBe(durable);
+    }
+    // The projector's view writes and the indexer's lease keys at P > 1 (its claims).
+    await readModels.views(1).put("acme.read-models-probe", "{}");
+    expect((await readModels.views(1).get("acme.read-models-probe"))?.string()).toBe("{}");
+    // Neither role may: append a run.requested, pull or delete the executor's durable, drop a stream.
+    const before = await stored(readModels, 2);
+    const run = await readModels.js.publish(layout.subject(ref(2), "run"), "{}").catch((e) => e);
+    expect(String(run)).toContain("Permissions Violation");
+    const pulled = await readModels.nc
+      .request(`$JS.API.CONSUMER.MSG.NEXT.${stream}.executor`, '{"batch":1,"no_wait":true}')
+      .catch((e: Error) => e);
+    expect(String(pulled)).toContain("Permissions Violation");
+    for (const denied of [
+      readModels.jsm.consumers.delete(stream, "executor"),
+      readModels.jsm.streams.delete(stream),
+    ]) {
+      expect(String(await denied.catch((e: Error) => e))).toContain("Permissions Violation");
+    }
+    expect(await stored(readModels, 2)).toBe(before);
+    expect(roles.nats.server().output()).toContain(`Publish Violation - User "read-models"`);
   });
 });

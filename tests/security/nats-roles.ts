@@ -7,7 +7,11 @@ import { randomBytes } from "node:crypto";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { NATS_ROLES, natsPermissions } from "../../services/cli/permissions/render.ts";
+import {
+  NATS_ROLES,
+  natsPermissions,
+  passwordVariable,
+} from "../../services/cli/permissions/render.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 import { makeTestPki, type TestPki } from "../helpers/tls.ts";
 
@@ -46,7 +50,7 @@ export async function startRoleNats(options: RoleNatsOptions = {}): Promise<Role
     ROLES.map((r) => [r, `pw-${r}-${randomBytes(12).toString("hex")}`]),
   ) as Record<Role, string>;
   const env: Record<string, string | undefined> = { ...process.env };
-  for (const r of ROLES) env[`SY_${r.toUpperCase()}_PASSWORD`] = passwords[r];
+  for (const r of ROLES) env[passwordVariable(r)] = passwords[r];
   Object.assign(env, options.env);
   const conf = join(dir, "server.conf");
   // nats-server resolves an include relative to the including file, as a ConfigMap mounts both.

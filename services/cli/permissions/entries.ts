@@ -78,10 +78,10 @@ const durableCreate = (stream: string, durable: string): string[] => [
 /**
  * nats-server 2.9 cannot tell ephemeral from durable creation by subject, and an ephemeral
  * reader's pulls go to a name it chose: deny creating, changing and pulling the hub's durables
- * (but `own`, the role's own durable).
+ * (but `own`, the role's own durables: a deny would override their allow).
  */
-export function durableDenies(n: Names, own?: string): Line[] {
-  return HUB_DURABLES.filter((durable) => durable !== own).flatMap((durable) =>
+export function durableDenies(n: Names, own: readonly string[] = []): Line[] {
+  return HUB_DURABLES.filter((durable) => !own.includes(durable)).flatMap((durable) =>
     n.each((p) => {
       const stream = n.layout.stream(p);
       return [[...durableCreate(stream, durable), `${API}.CONSUMER.MSG.NEXT.${stream}.${durable}`]];

@@ -13,12 +13,19 @@ export const NATS_ROLES = [
   "ingress",
   "projector",
   "indexer",
+  "read-models",
   "executor",
   "callback",
   "worker",
   "auditor",
 ] as const;
 export type NatsRole = (typeof NATS_ROLES)[number];
+
+/** A role's name in the file's variables, which take no "-": READ_MODELS for read-models. */
+const variableName = (role: NatsRole) => role.toUpperCase().replaceAll("-", "_");
+
+/** The server's environment variable that holds a role's password: SY_READ_MODELS_PASSWORD. */
+export const passwordVariable = (role: NatsRole) => `SY_${variableName(role)}_PASSWORD`;
 
 function header(partitions: number): string[] {
   const streams =
@@ -47,7 +54,8 @@ function header(partitions: number): string[] {
     "# Only the admin may create, update, delete or purge streams and consumers",
     "# ($JS.API.STREAM.CREATE/UPDATE/DELETE/PURGE.*, $JS.API.CONSUMER.CREATE/DURABLE.CREATE/DELETE.*).",
     "# Two narrow exceptions: the projector and the indexer recreate their own durable (and only it)",
-    "# at start, from its acknowledged floor; ordered consumers (the event readers) are ephemeral.",
+    "# at start, from its acknowledged floor (read-models, the two in one process: both durables);",
+    "# ordered consumers (the event readers) are ephemeral.",
   ];
 }
 
@@ -67,7 +75,7 @@ function listLines(lines: readonly Line[]): string[] {
   );
 }
 
-const permissionsName = (role: NatsRole) => `${role.toUpperCase()}_PERMISSIONS`;
+const permissionsName = (role: NatsRole) => `${variableName(role)}_PERMISSIONS`;
 
 function roleText(block: RoleBlock): string[] {
   const deny = block.deny
@@ -102,7 +110,7 @@ const AUTHORIZATION = [
   "  users = [",
   ...NATS_ROLES.map(
     (role) =>
-      `    { user: ${role}, password: $SY_${role.toUpperCase()}_PASSWORD, permissions: $${permissionsName(role)} }`,
+      `    { user: ${role}, password: $${passwordVariable(role)}, permissions: $${permissionsName(role)} }`,
   ),
   "  ]",
   "}",

@@ -44,6 +44,7 @@ export interface RoleBlock {
     | "ingress"
     | "projector"
     | "indexer"
+    | "read-models"
     | "executor"
     | "callback"
     | "worker"
@@ -93,7 +94,7 @@ function projector(n: Names): RoleBlock {
     role: "projector",
     comment:
       "Folds events into job views (KV sy_jobs), holds the projector lease, appends checkpoints.",
-    deny: durableDenies(n, PROJECTOR),
+    deny: durableDenies(n, [PROJECTOR]),
     allow: [
       ...COMMON_READS,
       ...ownDurable(n, PROJECTOR),
@@ -123,6 +124,52 @@ function indexer(n: Names): RoleBlock {
     ],
     subscribe: [inbox("indexer")],
   };
+}
+
+/**
+ * The projector and the indexer in one process (`switchyard serve projector indexer`, one NATS
+ * connection): the union of the two roles, each entry once, so the process may do what either
+ * does and nothing neither may. Both durables are its own: it pulls, deletes and recreates each
+ * (the index may be fed from the projector's durable while the `index` durable is deleted).
+ */
+function readModels(n: Names): RoleBlock {
+  return {
+    role: "read-models",
+    comment:
+      "The projector and the indexer in one process (switchyard serve projector indexer): both roles, no more.",
+    deny: durableDenies(n, [PROJECTOR, INDEX_CONSUMER]),
+    allow: unionOf([
+      projector(n).allow,
+      [
+        "the indexer's, beyond the projector's: its durable `index` and its lease",
+        ...indexer(n).allow.filter((line) => typeof line !== "string"),
+      ],
+    ]),
+    subscribe: [inbox("read-models")],
+  };
+}
+
+/**
+ * Allow lists joined, each entry once. A comment is written before the first line after it that
+ * keeps an entry: one whose lines all came before is left out.
+ */
+function unionOf(lists: readonly (readonly Line[])[]): Line[] {
+  const seen = new Set<string>();
+  const out: Line[] = [];
+  let comment: string | undefined;
+  for (const line of lists.flat()) {
+    if (typeof line === "string") {
+      comment = line;
+      continue;
+    }
+    const fresh = line.filter((entry) => !seen.has(entry));
+    if (fresh.length === 0) continue;
+    for (const entry of fresh) seen.add(entry);
+    if (comment !== undefined) out.push(comment);
+    comment = undefined;
+    out.push(fresh);
+  }
+  return out;
 }
 
 function executor(n: Names): RoleBlock {
@@ -220,5 +267,7 @@ const partitionHolders = (n: Names): Line[] =>
 
 /** Every role but the admin, in the file's order. */
 export function roleBlocks(n: Names): RoleBlock[] {
-  return [ingress, projector, indexer, executor, callback, worker, auditor].map((role) => role(n));
+  return [ingress, projector, indexer, readModels, executor, callback, worker, auditor].map(
+    (role) => role(n),
+  );
 }
