@@ -41,6 +41,23 @@ export interface Lease {
   stop(): Promise<void>;
 }
 
+/** A single lease that its holder can give up for a while, so that a standby takes it. */
+export interface HandOverLease extends Lease {
+  /** Stands down, releases the lease and competes again only after `sitOutMs`. */
+  handOver(sitOutMs: number): Promise<void>;
+}
+
+/** Whether the lease's record says its holder runs both read models (undefined: nobody holds it). */
+export async function leaseHolderColocated(kv: KV, key: string): Promise<boolean | undefined> {
+  const entry = await kv.get(key);
+  if (entry === null || entry.operation !== "PUT") return undefined;
+  try {
+    return (entry.json() as { colocated?: unknown }).colocated === true;
+  } catch {
+    return false;
+  }
+}
+
 /** Opens (creating when missing) the lease bucket. */
 export async function openLeaseBucket(
   nc: NatsConnection,
@@ -68,7 +85,12 @@ export function createLease(deps: {
   /** Who holds it (host and pid), for operators reading the bucket. */
   readonly holder: string;
   readonly logger: Logger;
-}): Lease {
+  /**
+   * The holder runs both read models: written into the record, so that the other read model's
+   * holder elsewhere hands its lease over to it (services/runtime/read-model-leases.ts).
+   */
+  readonly colocated?: boolean;
+}): HandOverLease {
   let revision = 0;
   let renewedAt = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -77,7 +99,9 @@ export function createLease(deps: {
   let leading = false;
   let busy: Promise<void> = Promise.resolve();
   let competeAfter = 0;
-  const value = () => JSON.stringify({ holder: deps.holder, renewed_at: new Date().toISOString() });
+  const colocated = deps.colocated ? { colocated: true } : {};
+  const value = () =>
+    JSON.stringify({ holder: deps.holder, renewed_at: new Date().toISOString(), ...colocated });
   const holding = () => leading && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
 
   const lose = async (why: string) => {
@@ -133,12 +157,13 @@ export function createLease(deps: {
     }
   };
 
-  const serialised = () => {
-    busy = busy.then(tick).catch((err: unknown) => {
+  const inTurn = (step: () => Promise<void>) => {
+    busy = busy.then(step).catch((err: unknown) => {
       deps.logger.error({ lease: deps.key, err: (err as Error).message }, "lease step failed");
     });
     return busy;
   };
+  const serialised = () => inTurn(tick);
 
   return {
     async start(h) {
@@ -154,6 +179,15 @@ export function createLease(deps: {
       next();
     },
     holding,
+    handOver: (sitOutMs) =>
+      inTurn(async () => {
+        if (!leading || stopped) return;
+        deps.logger.info({ lease: deps.key, sit_out_ms: sitOutMs }, "lease handed over");
+        leading = false;
+        competeAfter = Date.now() + sitOutMs;
+        await handlers?.standDown();
+        await release();
+      }),
     async stop() {
       stopped = true;
       clearTimeout(timer);
