@@ -95,12 +95,19 @@ async function partitionLines(hub: HubConnection): Promise<string[]> {
       : undefined;
   if (placement) lines.push(`partition leaders per node: ${describePlacement(placement)}`);
   let indexLag: number | undefined;
+  let fed = 0;
   for (const stream of hub.layout.streams()) {
     const index = await hub.jsm.consumers.info(stream, "index").catch(() => null);
     if (index) indexLag = (indexLag ?? 0) + index.num_pending + index.num_ack_pending;
+    else fed++;
   }
+  // Without its own durable a partition's index is fed from the projector's (or not running).
+  const feeds =
+    fed > 0
+      ? `; ${fed} partition(s) without an index durable: fed from the projector's deliveries, or no indexer runs`
+      : "";
   lines.push(
-    `index lag: ${indexLag === undefined ? "no index consumer yet (the projector service runs the indexer)" : `${indexLag} events (search index, consumer "index"${hub.layout.partitions > 1 ? " of every partition" : ""})`}`,
+    `index lag: ${indexLag === undefined ? "no index durable" : `${indexLag} events (search index, consumer "index"${hub.layout.partitions > 1 ? " of every partition that has one" : ""})`}${feeds}`,
   );
   return lines;
 }

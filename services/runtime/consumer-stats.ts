@@ -76,6 +76,8 @@ export function createConsumerStats(deps: {
   };
 
   const consumers = async (stream: string) => {
+    let projectorBehind = 0;
+    let indexBehind: number | undefined;
     for await (const c of deps.jsm.consumers.list(stream)) {
       // Ephemeral consumers (KV watches, ordered readers) come and go; only durables hold work.
       if (!c.config.durable_name) continue;
@@ -85,11 +87,15 @@ export function createConsumerStats(deps: {
       metrics.consumerRedelivered.set(labels, c.num_redelivered);
       if (events.has(stream) && c.name === TOPOLOGY.consumers.projector) {
         await projectorLag(stream, c);
+        projectorBehind = c.num_pending + c.num_ack_pending;
       }
       if (events.has(stream) && c.name === INDEX_CONSUMER) {
-        lag.index += c.num_pending + c.num_ack_pending;
+        indexBehind = c.num_pending + c.num_ack_pending;
       }
     }
+    // An index fed from the projector's deliveries has no durable of its own: it is behind by
+    // what the projector is (give or take its own queue, at most 4,000 events).
+    lag.index += indexBehind ?? projectorBehind;
   };
 
   const poll = async () => {
