@@ -68,6 +68,10 @@ export async function openReadModelLeases(deps: {
     jsm: hub.jsm,
     claims: await openClaimsBucket(hub.nc, { replicas }),
     groups: Object.fromEntries(deps.groups.map((group) => [group, P])),
+    // Both read models here: the index's partitions follow the view's (one delivery for both).
+    ...(deps.groups.includes("projector") && deps.groups.includes("indexer")
+      ? { follows: { indexer: "projector" } }
+      : {}),
     holder,
     logger: deps.logger.child({ component: "claims" }),
   });

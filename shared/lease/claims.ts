@@ -35,6 +35,9 @@ const MEMBER_GONE_SLACK_MS = 250;
  */
 const STABLE_TICKS = 4;
 
+/** A partition handed over is left to the member it was handed to this long. */
+const HAND_OVER_SIT_OUT_MS = 30_000;
+
 /** Hands out one {@link Lease} per partition of each group; all share one member record. */
 export interface PartitionClaims {
   /** The lease of a group's partition: `slot.lease = claims.lease("projector", p)`. */
@@ -88,6 +91,11 @@ export function createPartitionClaims(deps: {
   readonly claims: KV;
   /** P per group: "projector" → 16 makes partitions 0 … 15 of the projector's group. */
   readonly groups: Readonly<Record<string, number>>;
+  /**
+   * Group → the group it follows (the indexer follows the projector where one process runs both):
+   * it prefers, and hands over, partitions so that one member holds each in both.
+   */
+  readonly follows?: Readonly<Record<string, string>>;
   /** Who this is (host and pid), for operators reading the buckets. */
   readonly holder: string;
   readonly logger: Logger;
@@ -305,6 +313,7 @@ export function createPartitionClaims(deps: {
   };
 
   const decideGroup = async (group: string, ownerGone: (owner: string) => Promise<boolean>) => {
+    const followed = deps.follows?.[group];
     const actions = decideClaims({
       me: member,
       total: deps.groups[group] ?? 0,
@@ -312,13 +321,20 @@ export function createPartitionClaims(deps: {
       members: watch.liveMembers(group),
       owners: watch.owners(group),
       stable: stableTicks >= STABLE_TICKS,
+      ...(followed
+        ? { follow: { mine: new Set(heldOf(followed)), owners: watch.owners(followed) } }
+        : {}),
     });
     for (const action of actions) {
       if (stopped) return;
+      const key = claimKey(group, action.partition);
       if (action.kind === "claim") await claim(group, action.partition, ownerGone);
-      else {
-        const key = claimKey(group, action.partition);
+      else if (action.kind === "release") {
         logger.info(log(key), "partition released for the fair share");
+        await release(key);
+      } else {
+        logger.info(log(key), `partition handed to the member that holds it in ${followed}`);
+        sitOutUntil.set(key, Date.now() + HAND_OVER_SIT_OUT_MS);
         await release(key);
       }
     }

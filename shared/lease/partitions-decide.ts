@@ -19,11 +19,22 @@ export interface ClaimsView {
   readonly owners: ReadonlyMap<number, string>;
   /** The membership has not changed for a couple of renewals: extras may be released. */
   readonly stable: boolean;
+  /**
+   * The group this one follows, where one process runs both (the index follows the view: one
+   * delivery feeds both only where one member holds a partition in both groups): the partitions
+   * this member holds there and who owns each.
+   */
+  readonly follow?: {
+    readonly mine: ReadonlySet<number>;
+    readonly owners: ReadonlyMap<number, string>;
+  };
 }
 
 export type ClaimAction =
   | { readonly kind: "claim"; readonly partition: number }
-  | { readonly kind: "release"; readonly partition: number };
+  | { readonly kind: "release"; readonly partition: number }
+  /** Released for the member that holds the partition in the followed group (it takes it next). */
+  | { readonly kind: "handover"; readonly partition: number };
 
 /** A stable spread of starting points, so members claiming at once rarely race for one key. */
 function offsetOf(id: string, total: number): number {
@@ -71,15 +82,51 @@ export function decideClaims(view: ClaimsView): ClaimAction[] {
   const starved = [...counts].some(([member, n]) => member !== me && n < floor);
   const limit = starved ? floor : ceil;
   const offset = offsetOf(me, total);
+  const paired = (p: number) => view.follow?.mine.has(p) === true;
+  // Partitions it holds in the followed group first, then its own spread of starting points.
+  const rank = (p: number) => (paired(p) ? 0 : total) + ((p - offset + total) % total);
   const free = [...view.wanted]
     .filter((p) => p >= 0 && p < total && !live.has(view.owners.get(p) ?? ""))
-    .sort((a, b) => ((a - offset + total) % total) - ((b - offset + total) % total));
+    .sort((a, b) => rank(a) - rank(b));
   if (mine.length < limit) {
     return free.slice(0, limit - mine.length).map((partition) => ({ kind: "claim", partition }));
   }
+  // One over its share for a partition it holds in the followed group (its holder here handed it
+  // over); one of its partitions that is not paired is released next.
+  const pairedFree = free.filter(paired);
+  if (pairedFree[0] !== undefined && mine.length <= ceil) {
+    return [{ kind: "claim", partition: pairedFree[0] }];
+  }
   const anyFree = [...Array(total).keys()].some((p) => !live.has(view.owners.get(p) ?? ""));
   if (!view.stable || anyFree || mine.length === 0) return [];
+  const unpaired = mine.filter((p) => !paired(p));
   const extra = mine.length > ceil || (mine.length > floor && starved && largest(counts) === me);
-  if (!extra) return [];
-  return [{ kind: "release", partition: Math.max(...mine) }];
+  if (extra) {
+    return [{ kind: "release", partition: Math.max(...(unpaired.length > 0 ? unpaired : mine)) }];
+  }
+  return handover(view, { unpaired, live, counts, ceil });
+}
+
+/**
+ * A partition this member holds here but not in the followed group goes to the member that holds
+ * it there, if that member competes here and has room (at most its share: it may take one
+ * over). One at a time, like releases.
+ */
+function handover(
+  view: ClaimsView,
+  at: {
+    readonly unpaired: readonly number[];
+    readonly live: ReadonlySet<string>;
+    readonly counts: ReadonlyMap<string, number>;
+    readonly ceil: number;
+  },
+): ClaimAction[] {
+  if (view.follow === undefined) return [];
+  for (const partition of [...at.unpaired].sort((a, b) => a - b)) {
+    const leader = view.follow.owners.get(partition);
+    if (leader === undefined || leader === view.me || !at.live.has(leader)) continue;
+    if ((at.counts.get(leader) ?? 0) > at.ceil) continue;
+    return [{ kind: "handover", partition }];
+  }
+  return [];
 }

@@ -122,4 +122,79 @@ describe("decideClaims", () => {
     };
     expect(claimed(decideClaims(view))).toEqual([2]);
   });
+
+  test("following: free partitions it holds in the followed group are claimed first", () => {
+    const view: ClaimsView = {
+      ...given({
+        me: "a",
+        members: ["a", "b"],
+        owners: Array<string | undefined>(4).fill(undefined),
+      }),
+      follow: {
+        mine: new Set([1, 3]),
+        owners: new Map([
+          [1, "a"],
+          [3, "a"],
+          [0, "b"],
+          [2, "b"],
+        ]),
+      },
+    };
+    expect(claimed(decideClaims(view)).sort()).toEqual([1, 3]);
+  });
+
+  test("following: a partition whose followed holder does not compete here is kept", () => {
+    const view: ClaimsView = {
+      ...given({ me: "a", members: ["a"], owners: ["a", "a"] }),
+      follow: {
+        mine: new Set(),
+        owners: new Map([
+          [0, "x"],
+          [1, "x"],
+        ]),
+      },
+    };
+    expect(decideClaims(view)).toEqual([]);
+  });
+
+  for (const [name, leaders, start] of [
+    ["two members swapped", ["a", "a", "b", "b"], ["b", "b", "a", "a"]],
+    [
+      "three members, 16 partitions, one holding all",
+      Array.from({ length: 16 }, (_, p) => ["a", "b", "c"][p % 3] as string),
+      Array<string>(16).fill("a"),
+    ],
+    [
+      "three members, 8 partitions, crosswise",
+      ["a", "b", "c", "a", "b", "c", "a", "b"],
+      ["c", "a", "b", "c", "a", "b", "c", "a"],
+    ],
+  ] as const) {
+    test(`following: ${name} end with each partition held by its followed holder`, () => {
+      const members = ["a", "b", "c"].filter((m) => leaders.includes(m as never));
+      const owners: (string | undefined)[] = [...start];
+      const sitOut = new Set<string>();
+      for (let round = 0; round < 100; round++) {
+        let moved = false;
+        for (const me of members) {
+          const base = given({ me, members, owners });
+          const view: ClaimsView = {
+            ...base,
+            wanted: new Set([...base.wanted].filter((p) => !sitOut.has(`${me}.${p}`))),
+            follow: {
+              mine: new Set(leaders.flatMap((l, p) => (l === me ? [p] : []))),
+              owners: new Map(leaders.map((l, p) => [p, l])),
+            },
+          };
+          for (const action of decideClaims(view)) {
+            moved = true;
+            owners[action.partition] = action.kind === "claim" ? me : undefined;
+            if (action.kind === "handover") sitOut.add(`${me}.${action.partition}`);
+          }
+        }
+        if (!moved) break;
+      }
+      expect(owners).toEqual([...leaders]);
+    });
+  }
 });
