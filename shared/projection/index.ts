@@ -1,4 +1,5 @@
 export { AckFloor } from "./ack-floor.ts";
+export { decodeDelivery } from "./decoded.ts";
 export { HeldJobs } from "./held.ts";
 export {
   createHousekeeping,

@@ -1,8 +1,9 @@
 import type { JetStreamManager, JsMsg } from "@nats-io/jetstream";
-import { decodeEvent, PoisonMessageError, terminate } from "../bus/index.ts";
+import { PoisonMessageError, terminate } from "../bus/index.ts";
 import { type EventLayout, readJobHistory } from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
 import { AckFloor } from "./ack-floor.ts";
+import { decodeDelivery } from "./decoded.ts";
 import { HeldJobs } from "./held.ts";
 import {
   type Fence,
@@ -54,7 +55,7 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
       floor.delivered(msg);
       pending = msg.info.pending;
       try {
-        touched.add(held.add(msg, decodeEvent(msg.data), now));
+        touched.add(held.add(msg, decodeDelivery(msg), now));
       } catch (err) {
         if (!(err instanceof PoisonMessageError)) throw err;
         const poison = { seq: msg.seq, subject: msg.subject, reason: err.message };

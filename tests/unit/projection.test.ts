@@ -5,8 +5,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { JsMsg } from "@nats-io/jetstream";
+import { PoisonMessageError } from "../../shared/bus/index.ts";
 import type { JobEvent } from "../../shared/domain/index.ts";
-import { AckFloor, type HeldJob, HeldJobs } from "../../shared/projection/index.ts";
+import { AckFloor, decodeDelivery, type HeldJob, HeldJobs } from "../../shared/projection/index.ts";
 
 /** A delivery as the floor and the held jobs see it; its ack is recorded in `acked`. */
 function deliveries() {
@@ -155,5 +156,45 @@ describe("HeldJobs", () => {
     held.retry(job);
     held.written(job);
     expect(held.due({ ...quiet, settled: () => false })).toEqual([]);
+  });
+});
+
+describe("decodeDelivery", () => {
+  const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+  /** A delivery whose bytes count their reads. */
+  const delivery = (data: Uint8Array) => {
+    const reads = { n: 0 };
+    const msg = {
+      get data() {
+        reads.n++;
+        return data;
+      },
+    } as unknown as JsMsg;
+    return { msg, reads };
+  };
+
+  test("decodes a delivery once however many lanes read it, and they share the event", () => {
+    const event = {
+      id: "evt_1",
+      type: "job.running",
+      schema_version: 1,
+      job_id: "job_0123456789abcdefghijkl",
+      client_id: "acme",
+      occurred_at: "2026-11-26T00:00:00.000Z",
+      data: {},
+    };
+    const { msg, reads } = delivery(bytes(event));
+    const first = decodeDelivery(msg);
+    const second = decodeDelivery(msg);
+    expect(first.type).toBe("job.running");
+    expect(second).toBe(first);
+    expect(reads.n).toBe(1);
+  });
+
+  test("a poison delivery throws its PoisonMessageError to every lane, decoded once", () => {
+    const { msg, reads } = delivery(new TextEncoder().encode("{x"));
+    expect(() => decodeDelivery(msg)).toThrow(PoisonMessageError);
+    expect(() => decodeDelivery(msg)).toThrow(PoisonMessageError);
+    expect(reads.n).toBe(1);
   });
 });
