@@ -398,13 +398,17 @@ describe("forbidden actions are refused on partitions other than 0", () => {
     running.splice(running.indexOf(readModelsHub as RunningHub), 1);
     const readModels = await connectAs("read-models");
     const stream = layout.stream(2);
-    // Both durables: read, deleted and made again as they were (the co-located process drops the
-    // indexer's durable while the index is fed from the projector's, and makes it again later).
+    // Both durables: made, read and deleted (the co-located process drops the indexer's durable
+    // while the index is fed from the projector's, so it may be absent here, and makes it again
+    // when the index falls behind).
+    const { config } = await readModels.jsm.consumers.info(stream, "projector");
+    const named = (durable: string) => ({ ...config, name: durable, durable_name: durable });
     for (const durable of ["projector", "index"]) {
-      const { config } = await readModels.jsm.consumers.info(stream, durable);
+      await readModels.jsm.consumers.delete(stream, durable).catch(() => false);
+      expect((await readModels.jsm.consumers.add(stream, named(durable))).name).toBe(durable);
+      expect((await readModels.jsm.consumers.info(stream, durable)).name).toBe(durable);
       expect(await readModels.jsm.consumers.delete(stream, durable)).toBe(true);
-      const made = await readModels.jsm.consumers.add(stream, config);
-      expect(made.name).toBe(durable);
+      expect((await readModels.jsm.consumers.add(stream, named(durable))).name).toBe(durable);
     }
     // The projector's view writes and the indexer's lease keys at P > 1 (its claims).
     await readModels.views(1).put("acme.read-models-probe", "{}");
