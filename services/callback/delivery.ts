@@ -134,15 +134,13 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     const body = buildCallbackBody(d.job);
     const span = attemptSpan(deps.tracing ?? NO_TRACING, d);
     const traceparent = span.traceparent ?? d.traceparent;
-    const headers: Record<string, string> = {
-      ...sign({
-        id: webhookIdFor(d.job.job_id),
-        timestamp: Math.floor(nowMs() / 1000),
-        body,
-        secrets,
-      }),
-      ...(traceparent ? { traceparent } : {}),
-    };
+    const headers: Record<string, string> = sign({
+      id: webhookIdFor(d.job.job_id),
+      timestamp: Math.floor(nowMs() / 1000),
+      body,
+      secrets,
+    });
+    if (traceparent) headers.traceparent = traceparent;
     // The service keeps the message ours while the receiver is slow (one timer for every attempt).
     const result = await deliverWebhook({
       url: d.url,

@@ -79,25 +79,64 @@ export interface WebhookSignerOptions {
   readonly maxSecrets?: number;
 }
 
+/** A keyed HMAC-SHA256 state: copied per signature instead of importing the key again. */
+interface KeyedHmac {
+  copy(): { update(data: string): unknown; digest(encoding: "base64"): string };
+}
+
+/** Bun's HMAC state can be copied with its key imported; elsewhere the key is imported per call. */
+function keyedHmac(secret: WebhookSecret): (text: string) => string {
+  const Hasher = (
+    globalThis as { Bun?: { CryptoHasher: new (a: string, key: Uint8Array) => KeyedHmac } }
+  ).Bun?.CryptoHasher;
+  if (Hasher === undefined)
+    return (text) => createHmac("sha256", secret.key).update(text, "utf8").digest("base64");
+  const keyed = new Hasher("sha256", secret.key);
+  return (text) => {
+    const hmac = keyed.copy();
+    hmac.update(text);
+    return hmac.digest("base64");
+  };
+}
+
 /**
  * {@link webhookHeaders} for a caller that signs often with the same configured secrets: each
- * `whsec_…` string is parsed (checked and base64-decoded) once, not at every attempt. A secret
- * rotated in by a reload is a new string, parsed on its first use; one rotated out is never used
- * again (the caller passes the secrets active now) and drops out beyond the bound.
+ * `whsec_…` string is parsed (checked and base64-decoded) and its HMAC key imported once, not at
+ * every attempt. A secret rotated in by a reload is a new string, prepared on its first use; one
+ * rotated out is never used again (the caller passes the secrets active now) and drops out
+ * beyond the bound. The signatures are the ones {@link signWebhook} computes.
  */
 export function createWebhookSigner(
   options: WebhookSignerOptions = {},
 ): (input: SignInput) => WebhookHeaders {
   const max = options.maxSecrets ?? 1_024;
-  const parsed = new Map<string, WebhookSecret>();
-  const keyOf = (secret: WebhookSecretInput): WebhookSecret => {
-    if (typeof secret !== "string") return secret;
-    const found = parsed.get(secret);
+  const prepared = new Map<WebhookSecretInput, (text: string) => string>();
+  const signerOf = (secret: WebhookSecretInput): ((text: string) => string) => {
+    const found = prepared.get(secret);
     if (found !== undefined) return found;
-    const key = toWebhookSecret(secret);
-    parsed.set(secret, key);
-    if (parsed.size > max) parsed.delete(parsed.keys().next().value as string);
-    return key;
+    const sign = keyedHmac(toWebhookSecret(secret));
+    prepared.set(secret, sign);
+    if (prepared.size > max) prepared.delete(prepared.keys().next().value as WebhookSecretInput);
+    return sign;
   };
-  return (input) => webhookHeaders({ ...input, secrets: input.secrets.map(keyOf) });
+  return (input) => {
+    const { id, timestamp, body, secrets } = input;
+    if (typeof body !== "string") return webhookHeaders(input);
+    assertSignable(id, timestamp);
+    if (secrets.length === 0)
+      throw new TypeError("at least one webhook secret is required to sign");
+    const ts = String(timestamp);
+    const signed = `${id}.${ts}.${body}`;
+    let signature = "";
+    for (const secret of secrets) {
+      signature += `${signature === "" ? "" : " "}v1,${signerOf(secret)(signed)}`;
+    }
+    return {
+      "webhook-id": id,
+      "webhook-timestamp": ts,
+      "webhook-signature": signature,
+      "user-agent": WEBHOOK_USER_AGENT,
+      "content-type": "application/json",
+    };
+  };
 }
