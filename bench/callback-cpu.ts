@@ -12,6 +12,9 @@
  * for CB_ROUNDS rounds (order flipped every round), so a busy shared machine weighs on each alike.
  * Prints one line per run and, per checkout, the median µs per callback with the spread.
  *
+ * Each run's line also gives the µs per callback of each kind of thread (`threads`: the
+ * JavaScript thread `bun.exe`, the compiler's `JITWorker`, the GC's `HeapHelper`, …).
+ *
  * Env: CB_JOBS (default 4000), CB_ROUNDS (default 3), CB_IN_FLIGHT (default 64), CB_ROOTS,
  * CB_PROFILE=1 (the service under --cpu-prof, written to bench/results/profiles; summarise with
  * `bun bench/profile.ts <file>`).
@@ -39,6 +42,7 @@ import {
   registerTempDir,
   round,
   spawnChild,
+  threadCpuSec,
   waitHttp,
 } from "./lib/common.ts";
 
@@ -124,6 +128,7 @@ async function measure(root: string): Promise<number> {
     await waitHttp(`http://${LOOPBACK}:${monitoringPort}/readyz`);
     await Bun.sleep(1_000);
     const before = cpuSec(service.pid);
+    const threadsBefore = threadCpuSec(service.pid);
     const started = performance.now();
     let stored = 0;
     const store = async () => {
@@ -164,6 +169,11 @@ async function measure(root: string): Promise<number> {
       await Bun.sleep(10);
     }
     const cpu = cpuSec(service.pid) - before;
+    const threads: Record<string, number> = {};
+    for (const [name, sec] of threadCpuSec(service.pid)) {
+      const us = ((sec - (threadsBefore.get(name) ?? 0)) / JOBS) * 1e6;
+      if (us >= 1) threads[name] = round(us, 0);
+    }
     const wallSec = (performance.now() - started) / 1000;
     console.log(
       JSON.stringify({
@@ -171,6 +181,7 @@ async function measure(root: string): Promise<number> {
         jobs: JOBS,
         us_per_callback: round((cpu / JOBS) * 1e6, 1),
         callbacks_per_s: round(JOBS / wallSec, 0),
+        threads,
       }),
     );
     return (cpu / JOBS) * 1e6;

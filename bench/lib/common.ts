@@ -2,7 +2,7 @@
  * Helpers shared by the benchmark processes: child processes that are always cleaned up, RSS
  * sampling from /proc, free loopback ports, percentiles and small HTTP waits.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 
 export const LOOPBACK = "127.0.0.1";
@@ -43,6 +43,33 @@ export function cpuSec(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * CPU seconds (user + system) of a process so far per thread name (its tasks' `comm` in /proc):
+ * the JavaScript thread (`bun.exe`), JavaScriptCore's compiler (`JITWorker`) and GC helpers
+ * (`HeapHelper`), Bun's fetch (`HTTP Client`). Threads that ended are not counted.
+ */
+export function threadCpuSec(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const task of tasks) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const name = readFileSync(`/proc/${pid}/task/${task}/comm`, "utf8").trim();
+      const sec = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+      byName.set(name, (byName.get(name) ?? 0) + sec);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
 }
 
 /** Busy CPU seconds of the whole machine so far (all cores; /proc/stat minus idle and iowait). */
