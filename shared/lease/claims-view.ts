@@ -1,6 +1,9 @@
-import type { StoredMsg } from "@nats-io/jetstream";
-import type { KV, KvEntry } from "@nats-io/kv";
+import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
+import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../log/index.ts";
+// Read at call time only: index.ts re-exports this module.
+import { LEASE_BUCKET } from "./index.ts";
 
 /** KV bucket of partition claims: no TTL; a claim lives as long as its owner's member record. */
 export const CLAIMS_BUCKET = "sy_claims";
@@ -201,3 +204,36 @@ export function createClaimsWatch(deps: {
 }
 
 export type ClaimsWatch = ReturnType<typeof createClaimsWatch>;
+
+/** Opens (creating when missing) the claims bucket: no TTL, one value per key. */
+export async function openClaimsBucket(
+  nc: NatsConnection,
+  options: { readonly replicas: number },
+): Promise<KV> {
+  return new Kvm(nc).create(CLAIMS_BUCKET, {
+    history: 1,
+    replicas: options.replicas,
+    storage: "file",
+  });
+}
+
+/**
+ * Whether a member's record is gone (expired or deleted), read from the lease stream's leader:
+ * one read per owner for one decision, however many of its partitions are up for taking.
+ */
+export function memberGoneReader(jsm: JetStreamManager): (owner: string) => Promise<boolean> {
+  const gone = new Map<string, Promise<boolean>>();
+  return (owner) => {
+    let answer = gone.get(owner);
+    if (answer === undefined) {
+      answer = jsm.streams
+        .getMessage(`KV_${LEASE_BUCKET}`, {
+          last_by_subj: `$KV.${LEASE_BUCKET}.${memberKey(owner)}`,
+        })
+        // A PUT carries no operation header; a delete or purge marker (DEL, PURGE) does.
+        .then((m) => m === null || (m.header?.get("KV-Operation") ?? "") !== "");
+      gone.set(owner, answer);
+    }
+    return answer;
+  };
+}

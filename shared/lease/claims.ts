@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { KV } from "@nats-io/kv";
 import type { Logger } from "../log/index.ts";
 import {
   CLAIMS_BUCKET,
@@ -10,11 +9,11 @@ import {
   claimOfStored,
   createClaimsWatch,
   type MemberRecord,
+  memberGoneReader,
   memberKey,
 } from "./claims-view.ts";
 // Read at call time only: index.ts re-exports this module.
 import {
-  LEASE_BUCKET,
   LEASE_TTL_MS,
   type Lease,
   type LeaseHandlers,
@@ -46,18 +45,6 @@ export interface PartitionClaims {
   held(group: string): number[];
   /** Releases every claim and the member record, so the others take over at once. */
   stop(): Promise<void>;
-}
-
-/** Opens (creating when missing) the claims bucket: no TTL, one value per key. */
-export async function openClaimsBucket(
-  nc: NatsConnection,
-  options: { readonly replicas: number },
-): Promise<KV> {
-  return new Kvm(nc).create(CLAIMS_BUCKET, {
-    history: 1,
-    replicas: options.replicas,
-    storage: "file",
-  });
 }
 
 interface Held {
@@ -344,21 +331,7 @@ export function createPartitionClaims(deps: {
     if (stopped || memberRevision === 0) return;
     await reconcile();
     await freeOrphans();
-    // One read per owner per decision, however many of its partitions are up for taking.
-    const gone = new Map<string, Promise<boolean>>();
-    const ownerGone = (owner: string) => {
-      let answer = gone.get(owner);
-      if (answer === undefined) {
-        answer = deps.jsm.streams
-          .getMessage(`KV_${LEASE_BUCKET}`, {
-            last_by_subj: `$KV.${LEASE_BUCKET}.${memberKey(owner)}`,
-          })
-          // A PUT carries no operation header; a delete or purge marker (DEL, PURGE) does.
-          .then((m) => m === null || (m.header?.get("KV-Operation") ?? "") !== "");
-        gone.set(owner, answer);
-      }
-      return answer;
-    };
+    const ownerGone = memberGoneReader(deps.jsm);
     for (const group of groups) await decideGroup(group, ownerGone);
   }
 

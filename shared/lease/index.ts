@@ -201,6 +201,12 @@ export function createLease(deps: {
   };
 }
 
-export { createPartitionClaims, openClaimsBucket, type PartitionClaims } from "./claims.ts";
-export { CLAIMS_BUCKET, type ClaimRecord, claimKey, memberKey } from "./claims-view.ts";
+export { createPartitionClaims, type PartitionClaims } from "./claims.ts";
+export {
+  CLAIMS_BUCKET,
+  type ClaimRecord,
+  claimKey,
+  memberKey,
+  openClaimsBucket,
+} from "./claims-view.ts";
 export { type ClaimAction, type ClaimsView, decideClaims } from "./partitions-decide.ts";
