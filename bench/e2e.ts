@@ -26,6 +26,8 @@ export interface E2eSpec {
   readonly pollMs: number;
   /** Give up waiting for completions after this long. */
   readonly timeoutSec: number;
+  /** Every n-th accepted job's submit and accept times go to `stamps` (bench/latency-stages.ts). */
+  readonly stampEvery?: number;
 }
 
 export interface E2eResult {
@@ -42,6 +44,8 @@ export interface E2eResult {
   readonly toCallbackMs: LatencySummary | null;
   readonly callbacks: { ok: number; bad: number; duplicates: number } | null;
   readonly note: string;
+  /** job_id → [submit started, 202 read] (ms, wall clock), every `stampEvery`-th job. */
+  readonly stamps?: Record<string, readonly [number, number]>;
 }
 
 const FINAL = new Set(["done", "error", "rejected", "completed", "failed"]);
@@ -51,6 +55,7 @@ export async function runE2e(spec: E2eSpec): Promise<E2eResult> {
   const postHeaders = { ...auth, "content-type": "application/json" };
   const submitTimes = new Map<string, number>();
   const submitLatency: number[] = [];
+  const stamps: Record<string, readonly [number, number]> = {};
   const toDone: number[] = [];
   const status: Record<string, number> = {};
   const pollers: Promise<void>[] = [];
@@ -87,8 +92,9 @@ export async function runE2e(spec: E2eSpec): Promise<E2eResult> {
     try {
       const res = await fetch(`${spec.base}/run`, { method: "POST", headers: postHeaders, body });
       const text = await res.text();
+      const acceptedAt = nowMs();
       status[res.status] = (status[res.status] ?? 0) + 1;
-      submitLatency.push(nowMs() - t0);
+      submitLatency.push(acceptedAt - t0);
       if (res.status !== 202) {
         errors++;
         return;
@@ -96,6 +102,7 @@ export async function runE2e(spec: E2eSpec): Promise<E2eResult> {
       accepted++;
       const jobId = (JSON.parse(text) as { job_id: string }).job_id;
       submitTimes.set(jobId, t0);
+      if (spec.stampEvery && i % spec.stampEvery === 0) stamps[jobId] = [t0, acceptedAt];
       if (i % spec.sampleEvery === 0) pollers.push(poll(jobId, t0));
     } catch {
       errors++;
@@ -199,6 +206,7 @@ export async function runE2e(spec: E2eSpec): Promise<E2eResult> {
       spec.callbackUrl && spec.receiverUrl
         ? "completion = signed callback verified by the receiver"
         : "completion = final status seen by GET sweeps (no callbacks)",
+    ...(spec.stampEvery ? { stamps } : {}),
   };
 }
 

@@ -24,7 +24,9 @@
  * partition count or a comma list such as 1,8,16: instead of the scenarios, the hub at each P with
  * a fresh store, side by side: idle CPU and the e2e closed loop, then the floors BENCH_PEER names
  * (floor, floor-split; the other peers are left out) at the same P; with BENCH_E2E_JOBS=0 the idle
- * window only; bench/lib/partitions.ts).
+ * window only; bench/lib/partitions.ts), BENCH_STAMP_EVERY (one hub e2e job in this many gets its
+ * stages timed by bench/latency-stages.ts, default 10; 0: none), BENCH_WATCH_BACKLOG=1 (poll every
+ * consumer's backlog during the hub's closed loop: peaks and means, at a latency cost to the hub).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -112,6 +114,11 @@ const settings = {
   rate: Number(env.BENCH_RATE ?? 500),
   connections: Number(env.BENCH_CONNECTIONS ?? 64),
   drainTimeoutSec: Number(env.BENCH_DRAIN_TIMEOUT ?? 600),
+  // One hub job in this many gets its stages timed (bench/latency-stages.ts); 0: none.
+  stampEvery: Number(env.BENCH_STAMP_EVERY ?? 10),
+  // Off unless BENCH_WATCH_BACKLOG=1: polling /jsz holds nats-server's locks, a cost only the hub
+  // would pay (docs/performance.md, "Where a job waits").
+  watchBacklog: env.BENCH_WATCH_BACKLOG === "1",
 };
 const BUN = process.execPath;
 /**
@@ -390,7 +397,7 @@ async function main() {
     procs,
     monitor: hub.monitor,
     settings,
-    hub: { base: hub.base, token: tokenHub },
+    hub: { base: hub.base, token: tokenHub, natsUrl: hub.natsUrl },
     peerToken: tokenPeer,
     ceilingBase: ceiling.base,
     receiverUrl: receiver.base,

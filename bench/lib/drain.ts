@@ -50,18 +50,28 @@ export async function drainHub(
   return Number.NaN;
 }
 
-/** Polls every consumer's pending + ack-pending and keeps each one's peak, until stopped. */
+/** Polls every consumer's pending + ack-pending and keeps each one's peak and means, until stopped. */
 export function watchBacklog(monitor: JetStreamMonitor, intervalMs = 200) {
   const peaks: Record<string, number> = {};
+  // Sums of each consumer's undelivered (pending) and delivered-unacked (ackPending) messages
+  // over the polls: their means, divided by the throughput, are the mean time a message spends
+  // in each (Little's law; bench/latency-stages.ts).
+  const sums: Record<string, { pending: number; ackPending: number }> = {};
+  let polls = 0;
   let running = true;
   const loop = (async () => {
     while (running) {
       try {
         const jsz = await monitor.jsz();
+        polls++;
         for (const [key, c] of Object.entries(jsz.consumers)) {
           const lag = c.pending + c.ackPending;
           if (lag > (peaks[key] ?? 0)) peaks[key] = lag;
           peaks[key] ??= 0;
+          const sum = sums[key] ?? { pending: 0, ackPending: 0 };
+          sum.pending += c.pending;
+          sum.ackPending += c.ackPending;
+          sums[key] = sum;
         }
       } catch {
         // nats-server busy or restarting: the next poll counts
@@ -74,6 +84,18 @@ export function watchBacklog(monitor: JetStreamMonitor, intervalMs = 200) {
       running = false;
       await loop;
       return peaks;
+    },
+    /** Each consumer's mean undelivered and delivered-unacked messages over the polls. */
+    means(): Record<string, { pending: number; ackPending: number }> {
+      const out: Record<string, { pending: number; ackPending: number }> = {};
+      for (const [key, sum] of Object.entries(sums)) {
+        if (sum.pending + sum.ackPending === 0) continue;
+        out[key] = {
+          pending: Math.round(sum.pending / Math.max(1, polls)),
+          ackPending: Math.round(sum.ackPending / Math.max(1, polls)),
+        };
+      }
+      return out;
     },
   };
 }

@@ -3,7 +3,9 @@
  * ceiling and every peer that runs, with the same load generator and the same receiver.
  */
 import { randomBytes } from "node:crypto";
+import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { E2eResult, E2eSpec } from "../e2e.ts";
+import { latencyStages, type StageFigure, stageTable } from "../latency-stages.ts";
 import type { LoadResult, LoadSpec } from "../load.ts";
 import { round } from "./common.ts";
 import { drainHub, watchBacklog } from "./drain.ts";
@@ -19,8 +21,12 @@ export interface BenchContext extends PhaseDeps {
     readonly rate: number;
     readonly connections: number;
     readonly drainTimeoutSec: number;
+    /** One hub job in this many gets its stages timed (bench/latency-stages.ts); 0 or absent: none. */
+    readonly stampEvery?: number;
+    /** Poll /jsz for consumer backlogs during the hub's closed loop (default false: a hub-only cost). */
+    readonly watchBacklog?: boolean;
   };
-  readonly hub: { readonly base: string; readonly token: string };
+  readonly hub: { readonly base: string; readonly token: string; readonly natsUrl?: string };
   readonly peerToken: string;
   readonly ceilingBase: string;
   readonly receiverUrl: string;
@@ -33,6 +39,8 @@ export interface BenchContext extends PhaseDeps {
 export type LoadFigures = Measured<LoadResult>;
 export type E2eFigures = Measured<E2eResult> & {
   readonly backlogPeaks: Record<string, number> | null;
+  /** The hub's per-stage latencies of a sample of the loop's jobs (bench/latency-stages.ts). */
+  readonly stages?: StageFigure[];
 };
 type PerPeer<T> = Partial<Record<PeerName, T>>;
 
@@ -224,7 +232,8 @@ export async function getScenario(ctx: BenchContext) {
 /**
  * One e2e loop against the hub or a peer. `countJetStream`: read nats-server's counters around it
  * through `ctx.monitor` (default: for the hub only; a floor with a monitor of its own may too).
- * `watchBacklog`: poll every consumer's backlog through the phase (default: the hub's closed loop).
+ * `watchBacklog`: poll every consumer's backlog through the phase (default: the hub's closed loop
+ * when `settings.watchBacklog`).
  */
 export async function e2ePhase(
   ctx: BenchContext,
@@ -260,24 +269,50 @@ export async function e2ePhase(
           pollMs: 2,
           timeoutSec: s.durationSec + 120,
         };
+  const stampEvery = who === "hub" && ctx.hub.natsUrl ? (s.stampEvery ?? 0) : 0;
   const name = who === "hub" ? "hub" : who.name;
   const label = `e2e ${name} ${mode === "closed" ? `${s.e2eJobs} jobs, ${s.connections} in flight` : `${s.rate} jobs/s for ${s.durationSec} s`}`;
   ctx.log(label);
-  // Every consumer's backlog (pending + ack-pending), peak, while the hub runs the closed loop.
-  // Not in the open loop: each poll of /jsz costs nats-server about 4 ms with its locks held, and
-  // polling every 200 ms (even every 2 s) took the hub's p99 at 500/s from about 6 to 8-21 ms in
-  // side-by-side runs, a cost no peer paid (docs/history/performance.md, "2026-11-26 04:35 and
-  // 05:00 UTC").
-  const watch = options.watchBacklog ?? (who === "hub" && mode === "closed");
+  // Every consumer's backlog (pending + ack-pending), peak and mean, while the hub runs the closed
+  // loop, only when asked: each poll of /jsz costs nats-server about 4 ms with its locks held;
+  // polling every 200 ms took the hub's p99 at 500/s from about 6 to 8-21 ms in side-by-side runs
+  // (docs/history/performance.md, "2026-11-26 04:35 and 05:00 UTC") and its closed loop's p50
+  // submit → callback up too (docs/performance.md, "Where a job waits"), a cost no peer paid.
+  const watch =
+    options.watchBacklog ?? (who === "hub" && mode === "closed" && s.watchBacklog === true);
   const backlog = watch ? watchBacklog(ctx.monitor) : undefined;
-  const result = await measurePhase<E2eResult>(ctx, {
-    run: () => e2e(ctx, spec),
+  const { stamps, ...result } = await measurePhase<E2eResult>(ctx, {
+    run: () => e2e(ctx, stampEvery > 0 ? { ...spec, stampEvery } : spec),
     drain: who === "hub" ? drainOf(ctx, label) : () => who.drain(label, s.drainTimeoutSec),
     units: (r) => r.completed,
     unit: "job",
     countJetStream: options.countJetStream ?? who === "hub",
   });
-  return { ...result, backlogPeaks: backlog ? await backlog.stop() : null };
+  const backlogPeaks = backlog ? await backlog.stop() : null;
+  if (backlog) ctx.log(`mean consumer backlogs of ${label}: ${JSON.stringify(backlog.means())}`);
+  const stages = stamps && (await timeStages(ctx, label, stamps));
+  return { ...result, backlogPeaks, ...(stages ? { stages } : {}) };
+}
+
+/** The sampled jobs' stages, read after the phase (and its drain) ended; logged as a table. */
+async function timeStages(
+  ctx: BenchContext,
+  label: string,
+  stamps: NonNullable<E2eResult["stamps"]>,
+): Promise<StageFigure[] | undefined> {
+  if (!ctx.hub.natsUrl) return undefined;
+  const stats = (await (await fetch(`${ctx.receiverUrl}/stats`)).json()) as {
+    times: Record<string, number>;
+  };
+  const stages = await latencyStages({
+    natsUrl: ctx.hub.natsUrl,
+    stream: TOPOLOGY.eventsStream,
+    clientId: "bench",
+    stamps,
+    arrivals: stats.times,
+  });
+  ctx.log(`stages of ${label}:\n${stageTable(stages)}`);
+  return stages;
 }
 
 export async function e2eScenario(ctx: BenchContext) {

@@ -37,6 +37,15 @@ import {
 import { createReloader, type ReloadOutcome } from "./reload.ts";
 import { startSearchIndex } from "./search-index.ts";
 
+/**
+ * Jobs one executor process runs at once (builtins and HTTP POSTs together; Bun's fetch runs 256
+ * requests at once). Its pulls are sized to the free slots and a pull is renewed only once
+ * filled, so the slots are also the executor's credit window: with 64, pulls of about 35 left a
+ * mean of 16-51 run.requested undelivered in the stream while slots were free (docs/performance.md,
+ * "Where a job waits"); 256 keeps a pull open through a burst.
+ */
+const EXECUTOR_SLOTS = 256;
+
 export const SERVICE_NAMES = ["ingress", "projector", "indexer", "executor", "callback"] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
@@ -228,7 +237,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
       logger: logger.child({ component: "executor" }),
       clock: deps.clock,
       ids: deps.ids,
-      concurrency: 64,
+      concurrency: EXECUTOR_SLOTS,
       metrics,
       ...tracing,
     });
