@@ -82,6 +82,9 @@ describe("rotation without downtime", () => {
     const refused = await connectWith(roles.natsSection("ingress")).catch((e: Error) => e);
     expect(refused).toBeInstanceOf(NatsAuthRefusedError);
     await waitFor("the old user's connection to be closed", () => !old.connected());
+    // It would keep reconnecting with the removed user, each attempt an [ERR] in the server's log
+    // during the next test: closed for good, as its process would be restarted with the new one.
+    await old.nc.close();
   });
 
   test("the server's certificate: renewed from the same CA and reloaded, connections stay", async () => {
