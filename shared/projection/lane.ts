@@ -1,19 +1,10 @@
-import type { JetStreamManager, JsMsg } from "@nats-io/jetstream";
-import type { EventLayout } from "../jobs/index.ts";
-import type { Logger } from "../log/index.ts";
+import type { JsMsg } from "@nats-io/jetstream";
 import { type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
-import { type Fence, type Pace, ProjectionFencedError, type ReadModel } from "./read-model.ts";
-import { createRounds } from "./rounds.ts";
+import { ProjectionFencedError } from "./read-model.ts";
+import { createRounds, type RoundsDeps } from "./rounds.ts";
 
-export interface LaneDeps<State> {
-  readonly jsm: JetStreamManager;
-  readonly layout: EventLayout;
-  readonly logger: Logger;
-  readonly model: ReadModel<State>;
-  readonly pace: Pace;
-  /** For logs: the durable the lane's messages come from. */
-  readonly durable: string;
-  readonly fence: Fence;
+/** The rounds' deps (the lane sets `settles` at each start), and how the lane meets its runner. */
+export interface LaneDeps<State> extends Omit<RoundsDeps<State>, "settles"> {
   readonly pacer?: RoundPacer;
   /** Called when the lane takes messages off its queue (a pump waiting for room goes on). */
   readonly roomMade: () => void;

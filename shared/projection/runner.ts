@@ -114,7 +114,6 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
 
   /** Takes its own durable from the model's position (the lowest of its followers') and folds. */
   const consume = async () => {
-    const lowest = Math.min(...[...followers].map((f) => f.resumeFrom()));
     const {
       durable: taken,
       fromSeq,
@@ -131,7 +130,9 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
         ackPolicy: "all",
       },
       resumeFrom: model.resumeFrom(),
-      ...(followers.size > 0 ? { lowest } : {}),
+      ...(followers.size > 0
+        ? { lowest: Math.min(...[...followers].map((f) => f.resumeFrom())) }
+        : {}),
       push,
       full: () => lane.queued() >= pace.maxBatch * 4,
       // A holder whose lease lapsed (paused past it, or a renewal running late) takes nothing
