@@ -334,6 +334,20 @@ describe("forbidden actions are refused on partitions other than 0", () => {
 
   test("the auditor publishes nothing and deletes nothing in any partition", async () => {
     const auditor = await connectAs("auditor");
+    // The checkpointer seals what the tests above appended (a bare run.requested in partition 2)
+    // within its 1 s interval: counted before that, the counts below would differ by its append.
+    await waitFor(
+      "every partition's stream to end in a checkpoint",
+      async () => {
+        for (let p = 0; p < P; p++) {
+          const { last_seq } = (await auditor.jsm.streams.info(layout.stream(p))).state;
+          const last = await auditor.jsm.streams.getMessage(layout.stream(p), { seq: last_seq });
+          if (last?.subject !== layout.checkpointSubject(p)) return false;
+        }
+        return true;
+      },
+      { intervalMs: 200 },
+    );
     const before = await Promise.all(layout.streams().map((_, p) => stored(auditor, p)));
     for (let p = 1; p < P; p++) {
       for (const subject of [
