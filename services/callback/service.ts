@@ -10,6 +10,7 @@ import {
   EVENT_TYPE_HEADER,
   ensureDurable,
   PoisonMessageError,
+  pullWindow,
   TOPOLOGY,
   TRACEPARENT_HEADER,
   terminate,
@@ -336,7 +337,8 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
 
   const consume = async (stream: string, name: string, handle: (msg: JsMsg) => Promise<void>) => {
     const consumer = await deps.js.consumers.get(stream, name);
-    const messages = await consumer.consume({ max_messages: 512 });
+    const window = pullWindow(await consumer.info(true));
+    const messages = await consumer.consume({ max_messages: 512, ...window });
     streams.push(messages);
     loops.push(pump(messages, handle));
   };

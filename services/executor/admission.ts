@@ -3,6 +3,8 @@ import {
   decodeEvent,
   ensureDurable,
   PoisonMessageError,
+  type PullWindow,
+  pullWindow,
   TOPOLOGY,
   TRACEPARENT_HEADER,
   terminate,
@@ -126,9 +128,11 @@ export function createAdmission(deps: AdmissionDeps): Admission {
     await endWhenSettled(span, admit(msg, event, span.traceparent));
   };
 
-  const pullRuns = (consumer: Consumer): PullLoop =>
+  const pullRuns = (consumer: Consumer, window: PullWindow): PullLoop =>
     runPullLoop({
       consumer,
+      expiresMs: window.expires,
+      idleHeartbeatMs: window.idle_heartbeat,
       free: () => deps.slots.free(),
       slotFreed: () => deps.slots.freed(),
       onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
@@ -162,7 +166,7 @@ export function createAdmission(deps: AdmissionDeps): Admission {
           maxAckPending: Math.max(deps.slots.size * 4, 256),
         });
         const consumer = await deps.js.consumers.get(stream, TOPOLOGY.consumers.executor);
-        loops.push(pullRuns(consumer));
+        loops.push(pullRuns(consumer, pullWindow(await consumer.info(true))));
       }
       logger.info({ concurrency: deps.slots.size }, "executor admission started");
     },

@@ -4,7 +4,7 @@ import type {
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
-import { TRACEPARENT_HEADER, terminate } from "../../shared/bus/index.ts";
+import { pullWindow, TRACEPARENT_HEADER, terminate } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
@@ -122,7 +122,8 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
   const consumeLength = async (deadlineMs: number) => {
     const name = await ensureDeadlineConsumer(deps.jsm, deadlineMs);
     const consumer = await deps.js.consumers.get(DEADLINE_STREAM, name);
-    const messages = await consumer.consume({ max_messages: DEADLINE_WINDOW });
+    const window = pullWindow(await consumer.info(true));
+    const messages = await consumer.consume({ max_messages: DEADLINE_WINDOW, ...window });
     streams.push(messages);
     loops.push(
       (async () => {

@@ -6,6 +6,7 @@ export * from "./js-errors.ts";
 export * from "./meta-secret.ts";
 export * from "./owned-durable-pump.ts";
 export * from "./placement.ts";
+export * from "./pull-window.ts";
 export * from "./store-partitions.ts";
 export * from "./store-version.ts";
 export * from "./stream-reader.ts";

@@ -9,6 +9,7 @@ import {
   type DurableOptions,
   durableStart,
   type OwnedDurablePump,
+  pullWindow,
   pumpOwnedDurable,
   recreateDurableAt,
 } from "../bus/index.ts";
@@ -53,8 +54,9 @@ export async function takeOwnDurable(
   await recreateDurableAt(deps.jsm, { ...options, fromSeq });
   const consumer = await deps.js.consumers.get(options.stream, options.name);
   // The info fetched by get(): what the durable has to deliver from its start.
-  const pending = (await consumer.info(true)).num_pending;
-  const messages = await consumer.consume({ max_messages: 500 });
+  const info = await consumer.info(true);
+  const pending = info.num_pending;
+  const messages = await consumer.consume({ max_messages: 500, ...pullWindow(info) });
   let open = true;
   const pump: OwnedDurablePump = pumpOwnedDurable({
     messages,
