@@ -62,8 +62,8 @@ function printSingle(inputs: ReturnType<typeof inputsFromFixture>) {
   process.stdout.write(
     `inputs (${source}): CPU µs per job: ${us}; stored per job: events ${formatBytes(stored.events)}, view ${formatBytes(stored.views)}; utilisation ${inputs.utilisation}\n`,
   );
-  const limit = foldLimit(inputs);
-  process.stdout.write(`one active ${limit.service}: about ${limit.jobsPerSec} jobs/s\n\n`);
+  const limit = foldLimit(inputs).toLocaleString("en-US");
+  process.stdout.write(`one active read-models process: about ${limit} jobs/s\n\n`);
   const rows = [1_000, 10_000, 50_000].map((r) => sizeFor(r, inputs));
   process.stdout.write(`${renderSizing(rows, inputs.retentionSec)}\n\n`);
 }

@@ -4,8 +4,9 @@
  * measured on the benchmark machine. Pure: figures in, table out (tests/bench/sizing.test.ts).
  *
  * What one partition takes (jobs/s at the planned utilisation of one core):
- * - its projector and its indexer: each partition is folded by one process at a time (its lease),
- *   so 1,000,000 ÷ the service's CPU µs per job × utilisation;
+ * - its read models: each partition is folded by one read-models process at a time (the
+ *   projector's and the indexer's leases follow each other onto one process), whose two folds
+ *   share its one event loop, so 1,000,000 ÷ the read models' CPU µs per job × utilisation;
  * - its events stream and its view bucket: each is one stream with one leader; nats-server's CPU
  *   per job is split over the streams in proportion to the message operations their counters show
  *   (stores, deliveries, acks, direct gets and pulls of the stream and its consumers), and one
@@ -17,7 +18,14 @@
  * ack each, at nats-server's measured µs per operation), the next limit of every row.
  */
 import type { JetStreamCost } from "./jetstream.ts";
-import { SIZED_SERVICES, type SizedService, type SizingPlan, type StoredPerJob } from "./sizing.ts";
+import {
+  readModelsCpuSec,
+  SIZED_SERVICES,
+  type SizedService,
+  type SizingPlan,
+  type StoredPerJob,
+  usableCoresPerPod,
+} from "./sizing.ts";
 
 /** Where nats-server's work per job goes: a partition's events stream, its view bucket, or a single stream. */
 export const STREAM_GROUPS = ["events", "views", "single"] as const;
@@ -90,11 +98,10 @@ const limitOf = (what: string, us: number, utilisation: number): Limit => ({
   jobsPerSec: Math.floor((1_000_000 / us) * utilisation),
 });
 
-/** Jobs/s one partition's projector, indexer, events stream leader and view bucket leader take. */
+/** Jobs/s one partition's read models, events stream leader and view bucket leader take. */
 export function partitionLimits(i: PartitionSizingInputs): Limit[] {
   return [
-    limitOf("one partition's projector", i.cpuUsPerJob.projector, i.utilisation),
-    limitOf("one partition's indexer", i.cpuUsPerJob.indexer, i.utilisation),
+    limitOf("one partition's read-models fold", i.cpuUsPerJob["read-models"], i.utilisation),
     limitOf("one partition's events stream leader", i.nats.usPerJob.events, i.utilisation),
     limitOf("one partition's view bucket leader", i.nats.usPerJob.views, i.utilisation),
   ];
@@ -144,18 +151,16 @@ export function sizePartitioned(rate: number, i: PartitionSizingInputs): Partiti
   for (const service of SIZED_SERVICES) {
     const cores = coresOf(i.cpuUsPerJob[service]);
     serviceCores += cores;
-    replicas[service] = Math.max(2, Math.ceil(cores / i.coresPerPod[service]));
+    // A read-models replica's partitions share its one event loop: one core each, not its limit.
+    replicas[service] = Math.max(2, Math.ceil(cores / usableCoresPerPod(service, i)));
   }
   const natsUs = i.nats.usPerJob.events + i.nats.usPerJob.views + i.nats.usPerJob.single;
   // Each stream's leader does all its work, each of its R - 1 followers about half.
   const natsCores = coresOf(natsUs) * (1 + (i.streamReplicas - 1) / 2);
   const natsNodes = Math.max(i.streamReplicas, Math.ceil(natsCores / i.coresPerNatsNode));
   const partitionLimit = tightest(partitionLimits(i));
-  const needed = Math.max(
-    Math.ceil(rate / partitionLimit.jobsPerSec),
-    replicas.projector,
-    replicas.indexer,
-  );
+  // Every read-models replica folds at least one partition.
+  const needed = Math.max(Math.ceil(rate / partitionLimit.jobsPerSec), replicas["read-models"]);
   // A multiple of the node count, so the partitions' leaders spread evenly.
   const partitions = natsNodes * Math.ceil(needed / natsNodes);
   const queue = queueLimit(i);
@@ -189,12 +194,12 @@ export function renderPartitionedSizing(
 ): string {
   const days = `${Math.round((retentionSec / 86_400) * 10) / 10} d`;
   const lines = [
-    `| jobs/s | partitions | NATS nodes (cores each) | ingress | executor | callback | projector | indexer | all cores | stored per node over ${days} | holds? |`,
-    "|---|---|---|---|---|---|---|---|---|---|---|",
+    `| jobs/s | partitions | NATS nodes (cores each) | ingress | executor | callback | read-models (projector + indexer) | all cores | stored per node over ${days} | holds? |`,
+    "|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.rate.toLocaleString("en-US")} | ${r.partitions} | ${r.natsNodes} (${r.natsCoresPerNode.toFixed(1)}) | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} | ${r.replicas.indexer} | ${r.totalCores.toFixed(1)} | ${formatBytes(r.storedBytesPerNode)} | yes: ${r.reason} |`,
+      `| ${r.rate.toLocaleString("en-US")} | ${r.partitions} | ${r.natsNodes} (${r.natsCoresPerNode.toFixed(1)}) | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas["read-models"]} | ${r.totalCores.toFixed(1)} | ${formatBytes(r.storedBytesPerNode)} | yes: ${r.reason} |`,
     );
   }
   return lines.join("\n");
@@ -211,7 +216,8 @@ export const DEFAULT_NATS_PLAN: NatsPlan = { coresPerNatsNode: 4, streamReplicas
 /** One P's closed loop of a `BENCH_PARTITIONS` results file (bench/lib/partitions.ts). */
 interface PartitionRunShape {
   readonly partitions: number;
-  readonly closed: {
+  /** Absent from a run that measured idle only (`BENCH_E2E_JOBS=0`). */
+  readonly closed?: {
     readonly phase: {
       readonly units: number;
       readonly cpuSec: Readonly<Record<string, number>>;
@@ -237,19 +243,25 @@ export function partitionInputsFromRun(
   plan: SizingPlan & NatsPlan,
   partitions?: number,
 ): PartitionSizingInputs {
+  const loops = runs.filter((r) => r.closed !== undefined);
   const run =
     partitions === undefined
-      ? [...runs].sort((a, b) => b.partitions - a.partitions)[0]
-      : runs.find((r) => r.partitions === partitions);
-  if (!run)
+      ? [...loops].sort((a, b) => b.partitions - a.partitions)[0]
+      : loops.find((r) => r.partitions === partitions);
+  if (!run?.closed)
     throw new Error(
-      `the results hold no partitions run${partitions ? ` at P = ${partitions}` : ""}`,
+      `the results hold no partitions run${partitions ? ` at P = ${partitions}` : ""} with an e2e closed loop`,
     );
   const { phase } = run.closed;
   const what = `results at P = ${run.partitions}`;
   const perJob = (sec: number | undefined) => ((sec ?? Number.NaN) * 1_000_000) / phase.units;
+  // readModelsCpuSec: a run of the read models apart counts as their sum.
+  const cpuSec: Readonly<Record<string, number | undefined>> = {
+    ...phase.cpuSec,
+    "read-models": readModelsCpuSec(phase.cpuSec),
+  };
   const cpu = {} as Record<SizedService, number>;
-  for (const svc of SIZED_SERVICES) cpu[svc] = positive(perJob(phase.cpuSec[svc]), svc, what);
+  for (const svc of SIZED_SERVICES) cpu[svc] = positive(perJob(cpuSec[svc]), svc, what);
   const nats = positive(perJob(phase.cpuSec["nats-server"]), "nats-server", what);
   const cost = phase.jetstream?.cost;
   if (!cost) throw new Error(`the ${what} hold no JetStream counters`);

@@ -10,8 +10,10 @@
  *   stored per NATS node = rate × stored bytes per job × retention (nats.events_max_age)
  *
  * Exceptions the formula must not hide:
- * - the projector and the indexer each fold a partition on one active replica (a lease), so
- *   neither's cores can exceed one process's one core: past `foldLimit` jobs/s one partition
+ * - the read models (the projector and the indexer in one process, `switchyard serve projector
+ *   indexer`, deploy/k8s/base/deployment-read-models.yaml) fold a partition on one active
+ *   replica: both leases follow each other onto one process, whose two folds share its one event
+ *   loop, so their cores together cannot exceed one core: past `foldLimit` jobs/s one partition
  *   stops holding (more partitions: `nats.partitions`, the partitioned model);
  * - every event goes through the SWITCHYARD_EVENTS stream's leader: that node's cores are the
  *   measured nats-server CPU per job (the leader does the writes, the deliveries and the acks),
@@ -20,11 +22,20 @@
  *   of an R3 cluster's three nodes (the cluster stores three times as much).
  */
 
-export const SIZED_SERVICES = ["ingress", "executor", "callback", "projector", "indexer"] as const;
-/** Services that fold on one active replica, with one standby (a lease each). */
-const ACTIVE_STANDBY = ["projector", "indexer"] as const;
+export const SIZED_SERVICES = ["ingress", "executor", "callback", "read-models"] as const;
 export type SizedService = (typeof SIZED_SERVICES)[number];
 const MEASURED_PROCS = [...SIZED_SERVICES, "nats-server"] as const;
+/**
+ * Cores one read-models process can give its folds whatever its CPU limit: the projector's and
+ * the indexer's folds run on its one JavaScript thread.
+ */
+export const FOLD_CORES_PER_PROCESS = 1;
+
+/** Cores of one pod that count for `service`'s work: its CPU limit, one core for the folds. */
+export function usableCoresPerPod(service: SizedService, plan: SizingPlan): number {
+  const limit = plan.coresPerPod[service];
+  return service === "read-models" ? Math.min(limit, FOLD_CORES_PER_PROCESS) : limit;
+}
 
 /** What a job leaves in JetStream for the whole retention window. */
 export interface StoredPerJob {
@@ -38,7 +49,7 @@ export interface StoredPerJob {
 export interface SizingPlan {
   /** Share of a core to plan for (headroom for bursts and GC), e.g. 0.6. */
   readonly utilisation: number;
-  /** CPU limit of one pod of a hub service (the manifests: 1 core; ingress 2). */
+  /** CPU limit of one pod of a hub service (the manifests: 1 core; ingress and read-models 2). */
   readonly coresPerPod: Readonly<Record<SizedService, number>>;
   /** How long a job's events and view are kept (config nats.events_max_age), in seconds. */
   readonly retentionSec: number;
@@ -51,10 +62,13 @@ export interface SizingInputs extends SizingPlan {
   readonly storedBytesPerJob: StoredPerJob;
 }
 
-/** The plan docs/deploy.md's table uses: 60% busy, the manifests' CPU limits, 30 days. */
+/**
+ * The plan docs/deploy.md's table uses: 60% busy, the manifests' CPU limits (ingress: the prod
+ * overlay's; read-models: deployment-read-models.yaml's), 30 days.
+ */
 export const DEFAULT_PLAN: SizingPlan = {
   utilisation: 0.6,
-  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1, indexer: 1 },
+  coresPerPod: { ingress: 2, executor: 1, callback: 1, "read-models": 2 },
   retentionSec: 30 * 86_400,
 };
 
@@ -80,19 +94,12 @@ export interface SizingRow {
 const MESSAGES_PER_JOB = 3 + 1;
 
 /**
- * Jobs per second the slower of the two single-writer folds (the projector, the indexer) keeps up
- * with at the planned utilisation, and which one it is.
+ * Jobs per second one active read-models process folds at the planned utilisation of its one
+ * core: the projector's and the indexer's work per job together, since they share its event loop.
  */
-export function foldLimit(inputs: SizingInputs): {
-  readonly service: (typeof ACTIVE_STANDBY)[number];
-  readonly jobsPerSec: number;
-} {
-  const { projector, indexer } = inputs.cpuUsPerJob;
-  const slowest = indexer > projector ? "indexer" : "projector";
-  return {
-    service: slowest,
-    jobsPerSec: Math.floor((1_000_000 / inputs.cpuUsPerJob[slowest]) * inputs.utilisation),
-  };
+export function foldLimit(inputs: SizingInputs): number {
+  const us = inputs.cpuUsPerJob["read-models"];
+  return Math.floor((1_000_000 / us) * FOLD_CORES_PER_PROCESS * inputs.utilisation);
 }
 
 export function sizeFor(rate: number, inputs: SizingInputs): SizingRow {
@@ -102,18 +109,17 @@ export function sizeFor(rate: number, inputs: SizingInputs): SizingRow {
   for (const service of SIZED_SERVICES) {
     const cores = coresOf(inputs.cpuUsPerJob[service]);
     serviceCores += cores;
-    // The projector and the indexer are active/standby: one folds, one waits.
-    replicas[service] = (ACTIVE_STANDBY as readonly string[]).includes(service)
-      ? 2
-      : Math.max(2, Math.ceil(cores / inputs.coresPerPod[service]));
+    // At P = 1 the read models are active/standby: one folds, one waits; more only wait.
+    replicas[service] =
+      service === "read-models" ? 2 : Math.max(2, Math.ceil(cores / inputs.coresPerPod[service]));
   }
   const natsLeaderCores = coresOf(inputs.cpuUsPerJob["nats-server"]);
   const natsFollowerCores = natsLeaderCores / 2;
   const bytesPerJob = inputs.storedBytesPerJob.events + inputs.storedBytesPerJob.views;
   const limit = foldLimit(inputs);
   const beyond =
-    rate > limit.jobsPerSec
-      ? `one active ${limit.service} folds at most about ${limit.jobsPerSec.toLocaleString("en-US")} jobs/s: more partitions (below)`
+    rate > limit
+      ? `one active read-models process folds at most about ${limit.toLocaleString("en-US")} jobs/s: more partitions (below)`
       : undefined;
   return {
     rate,
@@ -177,13 +183,28 @@ interface ResultsShape {
   };
 }
 
+/**
+ * CPU seconds of the read-models process, or for a results file of the read models apart (before
+ * `serve projector indexer` ran them in one process) the projector's and the indexer's added up:
+ * the same two folds' work, less the second delivery of each event they no longer take.
+ */
+export function readModelsCpuSec(cpuSec: Readonly<Record<string, number>>): number | undefined {
+  const { projector, indexer } = cpuSec;
+  if (cpuSec["read-models"] !== undefined) return cpuSec["read-models"];
+  return projector !== undefined && indexer !== undefined ? projector + indexer : undefined;
+}
+
 /** CPU µs and stored bytes per job from a results file's e2e closed loop (bench/run.ts). */
 export function inputsFromResults(results: ResultsShape, plan: SizingPlan): SizingInputs {
   const phase = results.scenarios.e2e?.hub?.closed?.phase;
   if (!phase || phase.units <= 0) throw new Error("the results hold no e2e closed loop");
   const perJob = (value: number | undefined) => (value ?? Number.NaN) / phase.units;
+  const cpuSec: Readonly<Record<string, number | undefined>> = {
+    ...phase.cpuSec,
+    "read-models": readModelsCpuSec(phase.cpuSec),
+  };
   const cpu: Record<string, number> = {};
-  for (const name of MEASURED_PROCS) cpu[name] = perJob(phase.cpuSec[name]) * 1_000_000;
+  for (const name of MEASURED_PROCS) cpu[name] = perJob(cpuSec[name]) * 1_000_000;
   const streams = phase.jetstream?.cost.streams ?? {};
   const stored = {
     events: perJob(streams.SWITCHYARD_EVENTS?.bytes),
@@ -209,12 +230,12 @@ export function renderSizing(rows: readonly SizingRow[], retentionSec: number): 
   const cores = (n: number) => n.toFixed(1);
   const days = `${Math.round((retentionSec / 86_400) * 10) / 10} d`;
   const lines = [
-    `| jobs/s | ingress | executor | callback | projector | indexer | NATS stream leader / each follower (cores) | all cores | JetStream stored per node: per day / over ${days} | holds? |`,
-    "|---|---|---|---|---|---|---|---|---|---|",
+    `| jobs/s | ingress | executor | callback | read-models (projector + indexer) | NATS stream leader / each follower (cores) | all cores | JetStream stored per node: per day / over ${days} | holds? |`,
+    "|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.rate.toLocaleString("en-US")} | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas.projector} (1 active) | ${r.replicas.indexer} (1 active) | ${cores(r.natsLeaderCores)} / ${cores(r.natsFollowerCores)} | ${cores(r.totalCores)} | ${formatBytes(r.storedBytesPerDayPerNode)} / ${formatBytes(r.storedBytesPerNode)} | ${r.beyond ? `no: ${r.beyond}` : "yes"} |`,
+      `| ${r.rate.toLocaleString("en-US")} | ${r.replicas.ingress} | ${r.replicas.executor} | ${r.replicas.callback} | ${r.replicas["read-models"]} (1 active) | ${cores(r.natsLeaderCores)} / ${cores(r.natsFollowerCores)} | ${cores(r.totalCores)} | ${formatBytes(r.storedBytesPerDayPerNode)} / ${formatBytes(r.storedBytesPerNode)} | ${r.beyond ? `no: ${r.beyond}` : "yes"} |`,
     );
   }
   return lines.join("\n");

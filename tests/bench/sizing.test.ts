@@ -21,20 +21,20 @@ import {
   inputsFromResults,
   renderSizing,
   sizeFor,
+  usableCoresPerPod,
 } from "../../bench/lib/sizing.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 
 const inputs = {
   utilisation: 0.5,
-  coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1, indexer: 1 },
+  coresPerPod: { ingress: 2, executor: 1, callback: 1, "read-models": 2 },
   retentionSec: 10 * 86_400,
   cpuUsPerJob: {
     ingress: 100,
     executor: 200,
     callback: 300,
-    projector: 250,
-    indexer: 150,
+    "read-models": 250,
     "nats-server": 400,
   },
   storedBytesPerJob: { events: 1_500, views: 500 },
@@ -44,13 +44,7 @@ describe("sizing model", () => {
   test("given CPU per job, replicas follow rate × µs ÷ utilisation ÷ cores per pod, at least two", () => {
     const row = sizeFor(1_000, inputs);
     // ingress 1000 × 100 µs = 0.1 core ÷ 0.5 = 0.2 → 2 (the floor); callback 0.6 ÷ 1 → 2.
-    expect(row.replicas).toEqual({
-      ingress: 2,
-      executor: 2,
-      callback: 2,
-      projector: 2,
-      indexer: 2,
-    });
+    expect(row.replicas).toEqual({ ingress: 2, executor: 2, callback: 2, "read-models": 2 });
     expect(row.natsLeaderCores).toBeCloseTo(0.8);
     expect(row.natsFollowerCores).toBeCloseTo(0.4);
     expect(row.beyond).toBeUndefined();
@@ -78,16 +72,21 @@ describe("sizing model", () => {
     expect(formatBytes(6_190_000_000_000)).toBe("6.2 TB");
   });
 
-  test("past what the slower single-writer fold keeps up with, the row says the model stops holding", () => {
-    expect(foldLimit(inputs)).toEqual({ service: "projector", jobsPerSec: 2_000 }); // 1 s ÷ 250 µs × 0.5
+  test("past what one read-models process's event loop folds, the row says the model stops holding", () => {
+    // 1 s ÷ 250 µs (the projector's and the indexer's work together) × 0.5 of one core, although
+    // the pod's limit is 2 cores: the two folds share one JavaScript thread.
+    expect(foldLimit(inputs)).toBe(2_000);
     expect(sizeFor(2_000, inputs).beyond).toBeUndefined();
-    expect(sizeFor(2_001, inputs).beyond).toContain("one active projector");
-    // A slower indexer sets the limit instead, and stays active/standby at any rate.
-    const slowIndexer = { ...inputs, cpuUsPerJob: { ...inputs.cpuUsPerJob, indexer: 500 } };
-    expect(foldLimit(slowIndexer)).toEqual({ service: "indexer", jobsPerSec: 1_000 });
-    expect(sizeFor(1_001, slowIndexer).beyond).toContain("one active indexer");
-    expect(sizeFor(50_000, slowIndexer).replicas.indexer).toBe(2);
-    expect(renderSizing([sizeFor(50_000, inputs)], inputs.retentionSec)).toContain("| 50,000 |");
+    expect(sizeFor(2_001, inputs).beyond).toContain(
+      "one active read-models process folds at most about 2,000 jobs/s",
+    );
+    // Active/standby at any rate: more replicas would only wait.
+    expect(sizeFor(50_000, inputs).replicas["read-models"]).toBe(2);
+    const table = renderSizing([sizeFor(50_000, inputs)], inputs.retentionSec);
+    expect(table).toContain("| 50,000 |");
+    expect(table).toContain("| 2 (1 active) |");
+    expect(usableCoresPerPod("read-models", inputs)).toBe(1);
+    expect(usableCoresPerPod("ingress", inputs)).toBe(2);
   });
 
   test("inputs come from a results file's e2e closed loop, and a missing figure is named", () => {
@@ -102,10 +101,9 @@ describe("sizing model", () => {
                   ingress: 0.1,
                   executor: 0.2,
                   callback: 0.3,
-                  projector: 0.25,
-                  indexer: 0.15,
+                  "read-models": 0.25,
                   "nats-server": 0.4,
-                },
+                } as Record<string, number>,
                 jetstream: {
                   cost: {
                     streams: {
@@ -128,6 +126,14 @@ describe("sizing model", () => {
     const partial = structuredClone(results);
     delete (partial.scenarios.e2e.hub.closed.phase.cpuSec as Record<string, number>).callback;
     expect(() => inputsFromResults(partial, inputs)).toThrow("no callback figure");
+    // A run of the read models apart: their sum stands for the one process.
+    const apart = structuredClone(results);
+    const apartCpu = apart.scenarios.e2e.hub.closed.phase.cpuSec;
+    delete apartCpu["read-models"];
+    Object.assign(apartCpu, { projector: 0.15, indexer: 0.1 });
+    expect(inputsFromResults(apart, inputs).cpuUsPerJob["read-models"]).toBeCloseTo(250);
+    delete apartCpu.indexer;
+    expect(() => inputsFromResults(apart, inputs)).toThrow("no read-models figure");
     const noBytes = structuredClone(results);
     delete (noBytes.scenarios.e2e.hub.closed.phase as { jetstream?: unknown }).jetstream;
     expect(() => inputsFromResults(noBytes, inputs)).toThrow("no events figure");
@@ -135,7 +141,7 @@ describe("sizing model", () => {
 
   test("the committed inputs reproduce the table docs/deploy.md shows", () => {
     const fixture = JSON.parse(readFileSync(join(ROOT, "bench/sizing-inputs.json"), "utf8"));
-    expect(fixture.cpuUsPerJob.source).toContain("2026-11-26 04:35");
+    expect(fixture.cpuUsPerJob.source).toContain("2026-11-26 23:48");
     expect(fixture.storedBytesPerJob.source).toContain("SWITCHYARD_EVENTS");
     const fromFixture = inputsFromFixture(fixture, DEFAULT_PLAN);
     const table = renderSizing(
@@ -160,11 +166,11 @@ describe("sizing model", () => {
 describe("partitioned sizing model", () => {
   const partitioned: PartitionSizingInputs = {
     utilisation: 0.5,
-    coresPerPod: { ingress: 2, executor: 1, callback: 1, projector: 1, indexer: 1 },
+    coresPerPod: { ingress: 2, executor: 1, callback: 1, "read-models": 2 },
     retentionSec: 10 * 86_400,
     coresPerNatsNode: 4,
     streamReplicas: 3,
-    cpuUsPerJob: { ingress: 100, executor: 50, callback: 100, projector: 250, indexer: 100 },
+    cpuUsPerJob: { ingress: 100, executor: 50, callback: 100, "read-models": 250 },
     // 150 µs per job over 15 operations per job: 10 µs each; one queued job (3 operations) 30 µs.
     nats: { usPerJob: { events: 100, views: 20, single: 30 }, usPerOp: 10 },
     storedBytesPerJob: { events: 1_500, views: 500 },
@@ -204,7 +210,7 @@ describe("partitioned sizing model", () => {
 
   test("one partition takes what its slowest single-process part takes at the planned utilisation", () => {
     const limits = Object.fromEntries(partitionLimits(partitioned).map((l) => [l.what, l]));
-    expect(limits["one partition's projector"]?.jobsPerSec).toBe(2_000); // 1 s ÷ 250 µs × 0.5
+    expect(limits["one partition's read-models fold"]?.jobsPerSec).toBe(2_000); // 1 s ÷ 250 µs × 0.5
     expect(limits["one partition's events stream leader"]?.jobsPerSec).toBe(5_000);
     // 1 s ÷ (3 operations × 10 µs) × 0.5.
     expect(queueLimit(partitioned).jobsPerSec).toBe(16_666);
@@ -217,10 +223,11 @@ describe("partitioned sizing model", () => {
     expect(row.natsNodes).toBe(3);
     // 10,000 ÷ 2,000 per partition = 5 → 6, a multiple of 3 nodes.
     expect(row.partitions).toBe(6);
-    expect(row.replicas.projector).toBe(5); // 10,000 × 250 µs ÷ 0.5 = 5 cores
+    // 10,000 × 250 µs ÷ 0.5 = 5 cores, one per process whatever the pod's limit (one event loop).
+    expect(row.replicas["read-models"]).toBe(5);
     expect(row.queuesHold).toBe(true);
     expect(row.reason).toBe(
-      "1,667 jobs/s per partition, within one partition's projector's 2,000; even if every job went through one work queue, within its leader's 16,666",
+      "1,667 jobs/s per partition, within one partition's read-models fold's 2,000; even if every job went through one work queue, within its leader's 16,666",
     );
     // R3 over 3 nodes: each holds all of it; 10,000 × 2,000 B × 10 days.
     expect(row.storedBytesPerNode).toBe(10_000 * 2_000 * 10 * 86_400);
@@ -264,10 +271,9 @@ describe("partitioned sizing model", () => {
         ingress: 0.1,
         executor: 0.05,
         callback: 0.1,
-        projector: 0.25,
-        indexer: 0.1,
+        "read-models": 0.25,
         "nats-server": 0.12,
-      },
+      } as Record<string, number>,
       jetstream: {
         cost: {
           streams: {
@@ -284,16 +290,25 @@ describe("partitioned sizing model", () => {
       { partitions: 8, closed: { phase } },
     ];
     const read = partitionInputsFromRun(runs, { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN });
-    expect(read.cpuUsPerJob.projector).toBeCloseTo(250);
+    expect(read.cpuUsPerJob["read-models"]).toBeCloseTo(250);
     expect(read.nats.usPerJob.events).toBeCloseTo((60 / 70) * 120); // 60 of 70 operations
     expect(read.nats.usPerOp).toBeCloseTo((1_000 * 120) / 70);
     expect(read.storedBytesPerJob).toEqual({ events: 1_500, views: 500 });
     expect(() => partitionInputsFromRun(runs, partitioned, 16)).toThrow(
       "no partitions run at P = 16",
     );
-    const noIndexer = [
-      { partitions: 8, closed: { phase: { ...phase, cpuSec: { ...phase.cpuSec, indexer: 0 } } } },
-    ];
-    expect(() => partitionInputsFromRun(noIndexer, partitioned)).toThrow("no indexer figure");
+    // A run that measured idle only has no closed loop to size from.
+    expect(() => partitionInputsFromRun([{ partitions: 16 }], partitioned)).toThrow(
+      "no partitions run with an e2e closed loop",
+    );
+    // A run of the read models apart counts as their sum; one with neither names the figure.
+    const { "read-models": _rm, ...noReadModels } = phase.cpuSec;
+    const apart = { ...noReadModels, projector: 0.15, indexer: 0.1 };
+    const apartRuns = [{ partitions: 8, closed: { phase: { ...phase, cpuSec: apart } } }];
+    expect(partitionInputsFromRun(apartRuns, partitioned).cpuUsPerJob["read-models"]).toBeCloseTo(
+      250,
+    );
+    const neither = [{ partitions: 8, closed: { phase: { ...phase, cpuSec: noReadModels } } }];
+    expect(() => partitionInputsFromRun(neither, partitioned)).toThrow("no read-models figure");
   });
 });
