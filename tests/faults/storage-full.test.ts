@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
+import { EVENTS_RESERVE_FRACTION } from "../../services/ingress/storage-guard.ts";
 import { SERVICE_NAMES } from "../../services/runtime/run.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { keepsByteLimitExactly } from "../../shared/nats/index.ts";
@@ -17,6 +18,8 @@ import { faultYaml, hubProcs, startAllServices, subjectCounts, submitRun } from 
 // requests through, each exactly once.
 
 const LIMIT = 65_536;
+/** What new runs may fill: the limit less the reserve (services/ingress/storage-guard.ts). */
+const RUNS_SHARE = LIMIT - Math.ceil(LIMIT * EVENTS_RESERVE_FRACTION);
 
 test("JetStream storage full: 503 storage_full, every 202 stored and finished, recovery after the limit is raised", async () => {
   await using nats = await startNats();
@@ -62,6 +65,12 @@ test("JetStream storage full: 503 storage_full, every 202 stored and finished, r
   // run.requested. (Only the events of jobs accepted before the refusals may take it past.)
   const before = await bytesBeforeEachRun(jsm);
   expect(before.runs).toBe(accepted.size);
+  if (before.largest >= LIMIT) {
+    // What the guard let through, in stream order: r = run.requested, d = job.done, o = other.
+    process.stderr.write(
+      `storage-full: stream order ${before.order}\nstorage-full: runs stored past the runs' share (${RUNS_SHARE} bytes): ${before.late.join("; ")}\n`,
+    );
+  }
   expect(before.largest).toBeLessThan(LIMIT);
   process.stdout.write(
     `storage-full: ${accepted.size} runs accepted, the last on ${before.largest} bytes; the stream holds ${(await jsm.streams.info(TOPOLOGY.eventsStream)).state.bytes} of ${LIMIT} with their outcomes\n`,
@@ -101,11 +110,13 @@ test("JetStream storage full: 503 storage_full, every 202 stored and finished, r
  */
 async function bytesBeforeEachRun(
   jsm: JetStreamManager,
-): Promise<{ runs: number; largest: number }> {
+): Promise<{ runs: number; largest: number; order: string; late: string[] }> {
   const info = await jsm.streams.info(TOPOLOGY.eventsStream);
   let total = 0;
   let runs = 0;
   let largest = 0;
+  let order = "";
+  const late: string[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
     const m = await jsm.streams.getMessage(TOPOLOGY.eventsStream, { seq });
     if (m === null) continue;
@@ -116,10 +127,13 @@ async function bytesBeforeEachRun(
     if (m.subject.endsWith(".run")) {
       runs++;
       largest = Math.max(largest, total);
+      if (total >= RUNS_SHARE)
+        late.push(`seq ${m.seq} at ${m.time.toISOString()} on ${total} bytes`);
     }
+    order += m.subject.endsWith(".run") ? "r" : m.subject.endsWith(".job") ? "d" : "o";
     total += 22 + m.subject.length + 4 + header + m.data.length + 8;
   }
   // The walk counts what the server counts.
   expect(total).toBe(info.state.bytes);
-  return { runs, largest };
+  return { runs, largest, order, late };
 }
