@@ -6,11 +6,11 @@ import type {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
+  consumeInWindow,
   decodeEvent,
   EVENT_TYPE_HEADER,
   ensureDurable,
   PoisonMessageError,
-  pullWindow,
   TOPOLOGY,
   TRACEPARENT_HEADER,
   terminate,
@@ -337,8 +337,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
 
   const consume = async (stream: string, name: string, handle: (msg: JsMsg) => Promise<void>) => {
     const consumer = await deps.js.consumers.get(stream, name);
-    const window = pullWindow(await consumer.info(true));
-    const messages = await consumer.consume({ max_messages: 512, ...window });
+    const messages = await consumeInWindow(consumer, 512);
     streams.push(messages);
     loops.push(pump(messages, handle));
   };

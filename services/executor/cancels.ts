@@ -5,7 +5,7 @@ import type {
   JsMsg,
 } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { ensureDurable, pullWindow, terminate } from "../../shared/bus/index.ts";
+import { consumeInWindow, ensureDurable, terminate } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { RouteTable } from "../../shared/config/index.ts";
 import { cancelRequestOf } from "../../shared/executor-kinds/index.ts";
@@ -150,8 +150,7 @@ export async function startCancelListener(
     maxAckPending: 64,
   });
   const consumer = await deps.js.consumers.get(CANCEL_QUEUE_STREAM, CANCEL_QUEUE_CONSUMER);
-  const window = pullWindow(await consumer.info(true));
-  const queue: ConsumerMessages = await consumer.consume({ max_messages: 16, ...window });
+  const queue: ConsumerMessages = await consumeInWindow(consumer, 16);
   const loop = (async () => {
     for await (const msg of queue) {
       send(msg).catch((err: unknown) => {

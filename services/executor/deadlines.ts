@@ -4,7 +4,7 @@ import type {
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
-import { pullWindow, TRACEPARENT_HEADER, terminate } from "../../shared/bus/index.ts";
+import { consumeInWindow, TRACEPARENT_HEADER, terminate } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
@@ -122,8 +122,7 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
   const consumeLength = async (deadlineMs: number) => {
     const name = await ensureDeadlineConsumer(deps.jsm, deadlineMs);
     const consumer = await deps.js.consumers.get(DEADLINE_STREAM, name);
-    const window = pullWindow(await consumer.info(true));
-    const messages = await consumer.consume({ max_messages: DEADLINE_WINDOW, ...window });
+    const messages = await consumeInWindow(consumer, DEADLINE_WINDOW);
     streams.push(messages);
     loops.push(
       (async () => {

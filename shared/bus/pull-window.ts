@@ -1,4 +1,4 @@
-import type { ConsumerInfo } from "@nats-io/jetstream";
+import type { Consumer, ConsumerInfo, ConsumerMessages } from "@nats-io/jetstream";
 
 /** How long one pull request waits, and how often nats-server shows it alive while idle. */
 export interface PullWindow {
@@ -26,4 +26,16 @@ export const SINGLE_REPLICA_PULL: PullWindow = { expires: 120_000, idle_heartbea
 export function pullWindow(info: ConsumerInfo): PullWindow {
   // nats-server lists a replicated consumer's other peers (offline ones too); a single one, none.
   return (info.cluster?.replicas?.length ?? 0) > 0 ? REPLICATED_PULL : SINGLE_REPLICA_PULL;
+}
+
+/**
+ * Starts a hub consumer's `consume()` in its pull window. The info is the one nats.js fetched with
+ * the consumer (`info(true)`), so this makes no request.
+ */
+export async function consumeInWindow(
+  consumer: Consumer,
+  maxMessages: number,
+): Promise<ConsumerMessages> {
+  const window = pullWindow(await consumer.info(true));
+  return await consumer.consume({ max_messages: maxMessages, ...window });
 }

@@ -5,11 +5,11 @@ import type {
   JsMsg,
 } from "@nats-io/jetstream";
 import {
+  consumeInWindow,
   type DeliveryGap,
   type DurableOptions,
   durableStart,
   type OwnedDurablePump,
-  pullWindow,
   pumpOwnedDurable,
   recreateDurableAt,
 } from "../bus/index.ts";
@@ -54,9 +54,8 @@ export async function takeOwnDurable(
   await recreateDurableAt(deps.jsm, { ...options, fromSeq });
   const consumer = await deps.js.consumers.get(options.stream, options.name);
   // The info fetched by get(): what the durable has to deliver from its start.
-  const info = await consumer.info(true);
-  const pending = info.num_pending;
-  const messages = await consumer.consume({ max_messages: 500, ...pullWindow(info) });
+  const pending = (await consumer.info(true)).num_pending;
+  const messages = await consumeInWindow(consumer, 500);
   let open = true;
   const pump: OwnedDurablePump = pumpOwnedDurable({
     messages,
