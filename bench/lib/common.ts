@@ -150,7 +150,12 @@ export function spawnChild(
     const decoder = new TextDecoder();
     for await (const chunk of stream) {
       log += decoder.decode(chunk, { stream: true });
-      if (log.length > 128_000) log = log.slice(-64_000);
+      // Trim at a line start, never inside the last line: a RESULT line can be longer than the
+      // window (e2e stamps of a large run), and its matcher needs the whole line.
+      if (log.length > 128_000) {
+        const cut = log.lastIndexOf("\n", log.length - 64_000);
+        if (cut > 0) log = log.slice(cut + 1);
+      }
       for (const w of [...waiters]) {
         const m = w.pattern.exec(log);
         if (m) {
@@ -263,6 +268,7 @@ export async function readResultLine<T>(
   prefix: string,
   timeoutMs: number,
 ): Promise<T> {
-  const match = await child.waitForLine(new RegExp(`^${prefix} (.*)$`, "m"), timeoutMs);
+  // Up to its newline: a long line arrives in several chunks, and `$` would match the first.
+  const match = await child.waitForLine(new RegExp(`^${prefix} (.*)\n`, "m"), timeoutMs);
   return JSON.parse(match[1] ?? "null") as T;
 }
