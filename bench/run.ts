@@ -26,7 +26,9 @@
  * (floor, floor-split; the other peers are left out) at the same P; with BENCH_E2E_JOBS=0 the idle
  * window only; bench/lib/partitions.ts), BENCH_STAMP_EVERY (one hub e2e job in this many gets its
  * stages timed by bench/latency-stages.ts, default 10; 0: none), BENCH_WATCH_BACKLOG=1 (poll every
- * consumer's backlog during the hub's closed loop: peaks and means, at a latency cost to the hub).
+ * consumer's backlog during the hub's closed loop: peaks and means, at a latency cost to the hub),
+ * BENCH_WARMUP_JOBS (jobs each system runs, unmeasured, before its e2e closed loop, default 10000;
+ * 0: none).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -119,6 +121,8 @@ const settings = {
   // Off unless BENCH_WATCH_BACKLOG=1: polling /jsz holds nats-server's locks, a cost only the hub
   // would pay (docs/performance.md, "Where a job waits").
   watchBacklog: env.BENCH_WATCH_BACKLOG === "1",
+  // Unmeasured jobs through each system's closed loop first (docs/performance.md, "Warm-up").
+  warmupJobs: Number(env.BENCH_WARMUP_JOBS ?? 10_000),
 };
 const BUN = process.execPath;
 /**

@@ -46,6 +46,8 @@ export interface PhaseFigures {
   readonly unit: "job" | "request" | "run";
   /** CPU seconds per tracked process over the phase. */
   readonly cpuSec: Readonly<Record<string, number>>;
+  /** Of the processes the phase asked for: CPU seconds per kind of thread (procs.threads). */
+  readonly threadCpuSec?: Readonly<Record<string, Readonly<Record<string, number>>>>;
   readonly jetstream?: {
     readonly cost: JetStreamCost;
     readonly perUnit: Readonly<Record<keyof CostTotals, number>>;
@@ -102,16 +104,20 @@ export interface PhaseSpec<T> {
   readonly unit: PhaseFigures["unit"];
   /** Read nats-server's counters (phases the hub or the ceiling serve). */
   readonly countJetStream: boolean;
+  /** Processes whose CPU is also split by kind of thread (JS, JIT compiler, GC, …). */
+  readonly threadsOf?: readonly string[];
 }
 
 export async function measurePhase<T>(deps: PhaseDeps, spec: PhaseSpec<T>): Promise<Measured<T>> {
   const snapBefore = spec.countJetStream ? await deps.monitor.snapshot() : undefined;
   const cpuBefore = deps.procs.cpu();
+  const threadsBefore = deps.procs.threads(spec.threadsOf ?? []);
   const t0 = performance.now();
   const result = await spec.run();
   const drainSec = await spec.drain();
   const wallSec = (performance.now() - t0) / 1000;
   const cpu = cpuDelta(cpuBefore, deps.procs.cpu());
+  const threads = threadDelta(threadsBefore, deps.procs.threads(spec.threadsOf ?? []));
   const units = spec.units(result);
   let jetstream: PhaseFigures["jetstream"];
   if (snapBefore) {
@@ -124,9 +130,24 @@ export async function measurePhase<T>(deps: PhaseDeps, spec: PhaseSpec<T>): Prom
     units,
     unit: spec.unit,
     cpuSec: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(v, 3)])),
+    ...(Object.keys(threads).length > 0 ? { threadCpuSec: threads } : {}),
     ...(jetstream ? { jetstream } : {}),
   };
   return { ...result, phase };
+}
+
+function threadDelta(
+  before: ReadonlyMap<string, ReadonlyMap<string, number>>,
+  after: ReadonlyMap<string, ReadonlyMap<string, number>>,
+): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const [name, kinds] of after) {
+    const delta = cpuDelta(before.get(name) ?? new Map(), kinds);
+    out[name] = Object.fromEntries(
+      Object.entries(delta).map(([kind, sec]) => [kind, round(sec, 3)]),
+    );
+  }
+  return out;
 }
 
 export function load(deps: PhaseDeps, spec: LoadSpec) {

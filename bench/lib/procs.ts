@@ -4,7 +4,7 @@
  * backends), so CPU is summed over every pid ever seen under the name, each at its last reading.
  */
 import { readFileSync } from "node:fs";
-import { cpuSec, rssMb } from "./common.ts";
+import { cpuSec, rssMb, threadCpuSec } from "./common.ts";
 
 export interface MemoryFigures {
   idle: number;
@@ -58,6 +58,25 @@ export function createProcessTable() {
     /** CPU seconds used so far, per name. */
     cpu(): Map<string, number> {
       return new Map([...tracked].map(([name, t]) => [name, cpuOf(t)]));
+    },
+    /**
+     * CPU seconds so far of each kind of thread (its name without a trailing number: the JS
+     * thread `bun.exe`, the compiler's `JITWorker`, the GC's `HeapHelper`, …) of each name that is
+     * one process; groups are left out.
+     */
+    threads(names: readonly string[]): Map<string, Map<string, number>> {
+      const out = new Map<string, Map<string, number>>();
+      for (const name of names) {
+        const pids = tracked.get(name)?.pids() ?? [];
+        if (pids.length !== 1) continue;
+        const kinds = new Map<string, number>();
+        for (const [thread, sec] of threadCpuSec(pids[0] as number)) {
+          const kind = thread.replace(/[\s\d]+$/, "");
+          kinds.set(kind, (kinds.get(kind) ?? 0) + sec);
+        }
+        out.set(name, kinds);
+      }
+      return out;
     },
     sampleMemory(kind: "idle" | "after" | "peak"): void {
       for (const [name, t] of tracked) {

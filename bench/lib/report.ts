@@ -304,6 +304,23 @@ function cpuRows(r: BenchResults): string[] {
       ],
       rows,
     ),
+    ...threadRows(s.e2e?.hub.closed.phase),
+  ];
+}
+
+/** The hub's e2e closed loop, µs per job by process and kind of thread (JS, JIT, GC, …). */
+function threadRows(phase: PhaseFigures | undefined): string[] {
+  const threads = phase?.threadCpuSec;
+  if (!threads || phase.units === 0) return [];
+  const kinds = [...new Set(Object.values(threads).flatMap((t) => Object.keys(t)))].sort();
+  const rows = Object.entries(threads).map(([name, t]) => [
+    name,
+    ...kinds.map((k) => fmt(((t[k] ?? 0) * 1e6) / phase.units)),
+  ]);
+  return [
+    "",
+    "Hub CPU per job of the e2e closed loop by kind of thread (µs):",
+    ...table(["process", ...kinds], rows),
   ];
 }
 

@@ -11,7 +11,7 @@ import { round } from "./common.ts";
 import { drainHub, watchBacklog } from "./drain.ts";
 import type { JetStreamMonitor } from "./jetstream.ts";
 import type { Peer, PeerName } from "./peers.ts";
-import { e2e, load, type Measured, measurePhase, type PhaseDeps } from "./phase.ts";
+import { e2e, HUB_SERVICES, load, type Measured, measurePhase, type PhaseDeps } from "./phase.ts";
 
 export interface BenchContext extends PhaseDeps {
   readonly settings: {
@@ -25,6 +25,8 @@ export interface BenchContext extends PhaseDeps {
     readonly stampEvery?: number;
     /** Poll /jsz for consumer backlogs during the hub's closed loop (default false: a hub-only cost). */
     readonly watchBacklog?: boolean;
+    /** Jobs each system runs, unmeasured, before its measured closed loop; 0 or absent: none. */
+    readonly warmupJobs?: number;
   };
   readonly hub: { readonly base: string; readonly token: string; readonly natsUrl?: string };
   readonly peerToken: string;
@@ -242,7 +244,6 @@ export async function e2ePhase(
   options: { readonly countJetStream?: boolean; readonly watchBacklog?: boolean } = {},
 ): Promise<E2eFigures> {
   const s = ctx.settings;
-  await fetch(`${ctx.receiverUrl}/reset`, { method: "POST" });
   const common = {
     base: who === "hub" ? ctx.hub.base : who.base,
     token: who === "hub" ? ctx.hub.token : ctx.peerToken,
@@ -272,6 +273,15 @@ export async function e2ePhase(
   const stampEvery = who === "hub" && ctx.hub.natsUrl ? (s.stampEvery ?? 0) : 0;
   const name = who === "hub" ? "hub" : who.name;
   const label = `e2e ${name} ${mode === "closed" ? `${s.e2eJobs} jobs, ${s.connections} in flight` : `${s.rate} jobs/s for ${s.durationSec} s`}`;
+  const drain = who === "hub" ? drainOf(ctx, label) : () => who.drain(label, s.drainTimeoutSec);
+  if (mode === "closed" && (s.warmupJobs ?? 0) > 0) {
+    // A service's first tens of thousands of jobs pay for its JIT compiler (a third of the hub's
+    // CPU in a cold 10,000-job loop): warm every system alike and measure what a running one costs.
+    ctx.log(`e2e ${name} warm-up: ${s.warmupJobs} jobs, not measured`);
+    await e2e(ctx, { ...spec, jobs: s.warmupJobs as number, prefix: `${spec.prefix}-warm` });
+    await drain();
+  }
+  await fetch(`${ctx.receiverUrl}/reset`, { method: "POST" });
   ctx.log(label);
   // Every consumer's backlog (pending + ack-pending), peak and mean, while the hub runs the closed
   // loop, only when asked: each poll of /jsz costs nats-server about 4 ms with its locks held;
@@ -283,10 +293,11 @@ export async function e2ePhase(
   const backlog = watch ? watchBacklog(ctx.monitor) : undefined;
   const { stamps, ...result } = await measurePhase<E2eResult>(ctx, {
     run: () => e2e(ctx, stampEvery > 0 ? { ...spec, stampEvery } : spec),
-    drain: who === "hub" ? drainOf(ctx, label) : () => who.drain(label, s.drainTimeoutSec),
+    drain,
     units: (r) => r.completed,
     unit: "job",
     countJetStream: options.countJetStream ?? who === "hub",
+    ...(who === "hub" ? { threadsOf: HUB_SERVICES } : {}),
   });
   const backlogPeaks = backlog ? await backlog.stop() : null;
   if (backlog) ctx.log(`mean consumer backlogs of ${label}: ${JSON.stringify(backlog.means())}`);
