@@ -2,9 +2,9 @@ import type { Consumer, JetStreamClient, JetStreamManager, JsMsg } from "@nats-i
 import {
   decodeEvent,
   ensureDurable,
+  HUB_PULL,
   PoisonMessageError,
   type PullWindow,
-  pullWindow,
   TOPOLOGY,
   TRACEPARENT_HEADER,
   terminate,
@@ -166,7 +166,7 @@ export function createAdmission(deps: AdmissionDeps): Admission {
           maxAckPending: Math.max(deps.slots.size * 4, 256),
         });
         const consumer = await deps.js.consumers.get(stream, TOPOLOGY.consumers.executor);
-        loops.push(pullRuns(consumer, pullWindow(await consumer.info(true))));
+        loops.push(pullRuns(consumer, HUB_PULL));
       }
       logger.info({ concurrency: deps.slots.size }, "executor admission started");
     },

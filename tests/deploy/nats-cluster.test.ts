@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
-  AckPolicy,
   type JetStreamClient,
   type JetStreamManager,
   jetstream,
@@ -8,7 +7,6 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { pullWindow, REPLICATED_PULL, SINGLE_REPLICA_PULL } from "../../shared/bus/index.ts";
 import { type NatsCluster, startNatsCluster } from "../helpers/nats-cluster.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -135,28 +133,6 @@ describe("three-node nats-server cluster (tests/helpers/nats-cluster.ts)", () =>
         const info = await node.jsz();
         expect(info.meta_cluster?.cluster_size).toBe(3);
         expect(info.meta_cluster?.leader).toBe(leader);
-      }
-    },
-    CLUSTER_TEST_MS,
-  );
-
-  test(
-    "an R3 consumer gets the replicated pull window (its leader can be lost), an R1 one on the same cluster the single-replica window",
-    async () => {
-      for (const replicas of [3, 1]) {
-        const stream = `DEPLOY_PULL_R${replicas}`;
-        await jsm.streams.add({
-          name: stream,
-          subjects: [`deploy.pull.r${replicas}`],
-          num_replicas: replicas,
-          storage: StorageType.File,
-        });
-        await jsm.consumers.add(stream, { durable_name: "d", ack_policy: AckPolicy.Explicit });
-        const consumer = await js.consumers.get(stream, "d");
-        expect(pullWindow(await consumer.info(true))).toEqual(
-          replicas === 3 ? REPLICATED_PULL : SINGLE_REPLICA_PULL,
-        );
-        await jsm.streams.delete(stream);
       }
     },
     CLUSTER_TEST_MS,
