@@ -45,70 +45,8 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-test("every hub consumer pulls for 30 s at most, and both pulls resume after a SIGKILL and restart", async () => {
-  // nats.js retries a failed re-pull after a reconnect only after the pull's expiry: that bounds
-  // how long a consumer can stall after a NATS restart.
-  expect(HUB_PULL).toEqual({ expires: 30_000, idle_heartbeat: 15_000 });
-  const window = HUB_PULL;
-  const consumed = await js.consumers.get("PW", "consumed");
-
-  const seen: string[] = [];
-  const take = (msg: JsMsg) => {
-    seen.push(msg.string());
-    msg.ack();
-  };
-  const messages = await consumeInWindow(consumed, 16);
-  const consuming = (async () => {
-    for await (const msg of messages) take(msg);
-  })();
-  const fetched = await js.consumers.get("PW", "fetched");
-  const loop = runPullLoop({
-    consumer: fetched,
-    free: () => 16,
-    slotFreed: () => new Promise(() => {}),
-    onMessage: take,
-    onError: () => {},
-    expiresMs: window.expires,
-    idleHeartbeatMs: window.idle_heartbeat,
-  });
-  try {
-    await js.publish("pw.consumed", "before-c");
-    await js.publish("pw.fetched", "before-f");
-    await waitFor("both before the restart", () => seen.length === 2);
-
-    await nats.kill("SIGKILL");
-    await nats.restart();
-    await waitFor("the reconnect", () => !nc.isClosed() && nc.info !== undefined, {
-      timeoutMs: 10_000,
-    });
-    await waitFor(
-      "publishing after the restart",
-      async () => {
-        await js.publish("pw.consumed", "after-c");
-        await js.publish("pw.fetched", "after-f");
-        return true;
-      },
-      { timeoutMs: 10_000, intervalMs: 200 },
-    );
-    // Well under two missed heartbeats (30 s): the pulls were made again on reconnect.
-    await waitFor(
-      "both after the restart",
-      () => seen.includes("after-c") && seen.includes("after-f"),
-      { timeoutMs: 15_000, intervalMs: 100 },
-    );
-    expect(seen.filter((s) => s.startsWith("before"))).toHaveLength(2);
-  } finally {
-    await messages.close();
-    await consuming;
-    await loop.stop();
-  }
-}, 40_000);
-
-test("a reconnect that finds no JetStream at first stalls a pull for at most its expiry", async () => {
-  // After a reconnect nats.js re-pulls once it has read the consumer's info; when that read fails
-  // it tries again after the pull's expiry. Here the clients reconnect first to a server without
-  // JetStream (every read fails), then the real one comes back: both pulls resume within one
-  // expiry (30 s). With the 2-minute pulls once used for single-replica consumers this took 2 min.
+/** The hub's two ways of pulling, consume() and the fetch loop, both in HUB_PULL; what each took. */
+async function startBothPulls() {
   const seen: string[] = [];
   const take = (msg: JsMsg) => {
     seen.push(msg.string());
@@ -127,6 +65,64 @@ test("a reconnect that finds no JetStream at first stalls a pull for at most its
     expiresMs: HUB_PULL.expires,
     idleHeartbeatMs: HUB_PULL.idle_heartbeat,
   });
+  return {
+    seen,
+    async stop() {
+      await messages.close();
+      await consuming;
+      await loop.stop();
+    },
+  };
+}
+
+/** Publishes one message for each pull once the restarted server takes them. */
+async function publishBoth(tag: string): Promise<void> {
+  await waitFor(
+    "publishing after the restart",
+    async () => {
+      await js.publish("pw.consumed", `${tag}-c`);
+      await js.publish("pw.fetched", `${tag}-f`);
+      return true;
+    },
+    { timeoutMs: 10_000, intervalMs: 200 },
+  );
+}
+
+test("every hub consumer pulls for 30 s at most, and both pulls resume after a SIGKILL and restart", async () => {
+  // nats.js retries a failed re-pull after a reconnect only after the pull's expiry: that bounds
+  // how long a consumer can stall after a NATS restart.
+  expect(HUB_PULL).toEqual({ expires: 30_000, idle_heartbeat: 15_000 });
+  const pulls = await startBothPulls();
+  const seen = pulls.seen;
+  try {
+    await js.publish("pw.consumed", "before-c");
+    await js.publish("pw.fetched", "before-f");
+    await waitFor("both before the restart", () => seen.length === 2);
+
+    await nats.kill("SIGKILL");
+    await nats.restart();
+    await waitFor("the reconnect", () => !nc.isClosed() && nc.info !== undefined, {
+      timeoutMs: 10_000,
+    });
+    await publishBoth("after");
+    // Well under two missed heartbeats (30 s): the pulls were made again on reconnect.
+    await waitFor(
+      "both after the restart",
+      () => seen.includes("after-c") && seen.includes("after-f"),
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
+    expect(seen.filter((s) => s.startsWith("before"))).toHaveLength(2);
+  } finally {
+    await pulls.stop();
+  }
+}, 40_000);
+
+test("a reconnect that finds no JetStream at first stalls a pull for at most its expiry", async () => {
+  // After a reconnect nats.js re-pulls once it has read the consumer's info; when that read fails
+  // it tries again after the pull's expiry. Here the clients reconnect first to a server without
+  // JetStream (every read fails), then the real one comes back: both pulls resume within one
+  // expiry (30 s). With the 2-minute pulls once used for single-replica consumers this took 2 min.
+  const pulls = await startBothPulls();
   try {
     await nats.kill("SIGKILL");
     const bare = await startNatsServer({
@@ -146,24 +142,14 @@ test("a reconnect that finds no JetStream at first stalls a pull for at most its
     await bare.stop("SIGKILL");
     await nats.restart();
     const restarted = Date.now();
-    await waitFor(
-      "publishing after the restart",
-      async () => {
-        await js.publish("pw.consumed", "late-c");
-        await js.publish("pw.fetched", "late-f");
-        return true;
-      },
-      { timeoutMs: 10_000, intervalMs: 200 },
-    );
+    await publishBoth("late");
     await waitFor(
       "both after the restart",
-      () => seen.includes("late-c") && seen.includes("late-f"),
+      () => pulls.seen.includes("late-c") && pulls.seen.includes("late-f"),
       { timeoutMs: HUB_PULL.expires + 10_000, intervalMs: 200 },
     );
     expect(Date.now() - restarted).toBeLessThan(HUB_PULL.expires + 10_000);
   } finally {
-    await messages.close();
-    await consuming;
-    await loop.stop();
+    await pulls.stop();
   }
 }, 70_000);
