@@ -27,7 +27,7 @@
  * window only; bench/lib/partitions.ts), BENCH_STAMP_EVERY (one hub e2e job in this many gets its
  * stages timed by bench/latency-stages.ts, default 10; 0: none), BENCH_WATCH_BACKLOG=1 (poll every
  * consumer's backlog during the hub's closed loop: peaks and means, at a latency cost to the hub),
- * BENCH_WARMUP_JOBS (jobs each system runs, unmeasured, before its e2e closed loop, default 10000;
+ * BENCH_WARMUP_JOBS (jobs each system runs, unmeasured, before its e2e closed loop, default 40000;
  * 0: none).
  */
 import { randomBytes } from "node:crypto";
@@ -122,7 +122,7 @@ const settings = {
   // would pay (docs/performance.md, "Where a job waits").
   watchBacklog: env.BENCH_WATCH_BACKLOG === "1",
   // Unmeasured jobs through each system's closed loop first (docs/performance.md, "Warm-up").
-  warmupJobs: Number(env.BENCH_WARMUP_JOBS ?? 10_000),
+  warmupJobs: Number(env.BENCH_WARMUP_JOBS ?? 40_000),
 };
 const BUN = process.execPath;
 /**
