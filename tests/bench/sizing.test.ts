@@ -141,7 +141,7 @@ describe("sizing model", () => {
 
   test("the committed inputs reproduce the table docs/deploy.md shows", () => {
     const fixture = JSON.parse(readFileSync(join(ROOT, "bench/sizing-inputs.json"), "utf8"));
-    expect(fixture.cpuUsPerJob.source).toContain("2026-11-26 23:48");
+    expect(fixture.cpuUsPerJob.source).toContain("2026-11-27 05:43");
     expect(fixture.storedBytesPerJob.source).toContain("SWITCHYARD_EVENTS");
     const fromFixture = inputsFromFixture(fixture, DEFAULT_PLAN);
     const table = renderSizing(
@@ -249,7 +249,7 @@ describe("partitioned sizing model", () => {
 
   test("the committed partitioned inputs reproduce the table docs/deploy.md shows", () => {
     const fixture = JSON.parse(readFileSync(join(ROOT, "bench/sizing-inputs.json"), "utf8"));
-    expect(fixture.partitioned.source).toContain("2026-11-26 15:03 UTC");
+    expect(fixture.partitioned.source).toContain("2026-11-27 06:01 UTC");
     const plan = { ...DEFAULT_PLAN, ...DEFAULT_NATS_PLAN };
     const fromFixture = partitionInputsFromFixture(fixture, plan);
     const rows = [10_000, 50_000, 100_000].map((rate) => sizePartitioned(rate, fromFixture));
