@@ -1,6 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../shared/log/index.ts";
+import { stopStatusIterator } from "../../shared/nats/index.ts";
 
 /** How long a failed read of the stream's last sequence waits before the next try. */
 const RETRY_MS = 1_000;
@@ -77,8 +78,7 @@ export function createSeenMark(deps: {
     },
     stop() {
       stopped = true;
-      // nats.js's status iterator ends with stop(); without it the loop ends at the next status.
-      if ("stop" in status && typeof status.stop === "function") status.stop();
+      stopStatusIterator(status);
     },
   };
 }

@@ -1,16 +1,13 @@
-import type {
-  ConsumerMessages,
-  JetStreamClient,
-  JetStreamManager,
-  JsMsg,
-} from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  consumeInWindow,
+  consumeRecovering,
   decodeEvent,
   EVENT_TYPE_HEADER,
   ensureDurable,
+  logConsumeRestarts,
   PoisonMessageError,
+  type RecoveringConsume,
   TOPOLOGY,
   TRACEPARENT_HEADER,
   terminate,
@@ -101,7 +98,7 @@ export interface CallbackService {
  */
 export function createCallbackService(deps: CallbackServiceDeps): CallbackService {
   const { logger, settings } = deps;
-  const streams: ConsumerMessages[] = [];
+  const streams: RecoveringConsume[] = [];
   const loops: Promise<void>[] = [];
   const nowMs = () => deps.clock.now().getTime();
   // As many idle connections per destination as its lane runs attempts: fewer closed and reopened
@@ -317,7 +314,7 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
     }
   };
 
-  const pump = (messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<void>) =>
+  const pump = (messages: RecoveringConsume, handle: (msg: JsMsg) => Promise<void>) =>
     (async () => {
       for await (const msg of messages) {
         handle(msg).catch((err: unknown) => {
@@ -337,7 +334,12 @@ export function createCallbackService(deps: CallbackServiceDeps): CallbackServic
 
   const consume = async (stream: string, name: string, handle: (msg: JsMsg) => Promise<void>) => {
     const consumer = await deps.js.consumers.get(stream, name);
-    const messages = await consumeInWindow(consumer, 512);
+    const messages = await consumeRecovering({
+      consumer,
+      nc: deps.nc,
+      maxMessages: 512,
+      restarted: logConsumeRestarts(logger, `${stream}/${name}`),
+    });
     streams.push(messages);
     loops.push(pump(messages, handle));
   };

@@ -36,6 +36,7 @@ export async function runIndexRebuild(deps: {
   let bar: ReturnType<typeof createProgress> | undefined;
   try {
     const result = await rebuildIndex({
+      nc: deps.hub.nc,
       js: deps.hub.js,
       jsm: deps.hub.jsm,
       layout: deps.hub.layout,

@@ -1,4 +1,5 @@
 import type { Consumer, JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import {
   decodeEvent,
   ensureDurable,
@@ -23,6 +24,8 @@ import type { KindRuntime } from "./kinds/kind.ts";
 import type { Slots } from "./slots.ts";
 
 export interface AdmissionDeps {
+  /** Its reconnects start the runs' pulls again. */
+  readonly nc: Pick<NatsConnection, "status">;
   readonly js: JetStreamClient;
   /** Names the stream, subjects and view bucket of each job's partition. */
   readonly layout: EventLayout;
@@ -131,6 +134,7 @@ export function createAdmission(deps: AdmissionDeps): Admission {
   const pullRuns = (consumer: Consumer, window: PullWindow): PullLoop =>
     runPullLoop({
       consumer,
+      nc: deps.nc,
       expiresMs: window.expires,
       idleHeartbeatMs: window.idle_heartbeat,
       free: () => deps.slots.free(),

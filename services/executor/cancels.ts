@@ -1,11 +1,11 @@
-import type {
-  ConsumerMessages,
-  JetStreamClient,
-  JetStreamManager,
-  JsMsg,
-} from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { consumeInWindow, ensureDurable, terminate } from "../../shared/bus/index.ts";
+import {
+  consumeRecovering,
+  ensureDurable,
+  logConsumeRestarts,
+  terminate,
+} from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { RouteTable } from "../../shared/config/index.ts";
 import { cancelRequestOf } from "../../shared/executor-kinds/index.ts";
@@ -150,7 +150,12 @@ export async function startCancelListener(
     maxAckPending: 64,
   });
   const consumer = await deps.js.consumers.get(CANCEL_QUEUE_STREAM, CANCEL_QUEUE_CONSUMER);
-  const queue: ConsumerMessages = await consumeInWindow(consumer, 16);
+  const queue = await consumeRecovering({
+    consumer,
+    nc: deps.nc,
+    maxMessages: 16,
+    restarted: logConsumeRestarts(logger, CANCEL_QUEUE_CONSUMER),
+  });
   const loop = (async () => {
     for await (const msg of queue) {
       send(msg).catch((err: unknown) => {

@@ -1,10 +1,12 @@
-import type {
-  ConsumerMessages,
-  JetStreamClient,
-  JetStreamManager,
-  JsMsg,
-} from "@nats-io/jetstream";
-import { consumeInWindow, TRACEPARENT_HEADER, terminate } from "../../shared/bus/index.ts";
+import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  consumeRecovering,
+  logConsumeRestarts,
+  type RecoveringConsume,
+  TRACEPARENT_HEADER,
+  terminate,
+} from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import { deadlineExceeded } from "../../shared/domain/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
@@ -49,6 +51,8 @@ export interface DeadlineTimers {
 }
 
 export interface DeadlineTimersDeps {
+  /** Its reconnects start the timers' pulls again. */
+  readonly nc: Pick<NatsConnection, "status">;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly layout: EventLayout;
@@ -74,7 +78,7 @@ export interface DeadlineTimersDeps {
  * job moved since, it is read once and the domain decides (a finished job is left alone).
  */
 export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
-  const streams: ConsumerMessages[] = [];
+  const streams: RecoveringConsume[] = [];
   /** Lengths being consumed (or starting): a length first seen at schedule time starts then. */
   const consumed = new Map<number, Promise<void>>();
   const loops: Promise<void>[] = [];
@@ -122,7 +126,12 @@ export function createDeadlineTimers(deps: DeadlineTimersDeps): DeadlineTimers {
   const consumeLength = async (deadlineMs: number) => {
     const name = await ensureDeadlineConsumer(deps.jsm, deadlineMs);
     const consumer = await deps.js.consumers.get(DEADLINE_STREAM, name);
-    const messages = await consumeInWindow(consumer, DEADLINE_WINDOW);
+    const messages = await consumeRecovering({
+      consumer,
+      nc: deps.nc,
+      maxMessages: DEADLINE_WINDOW,
+      restarted: logConsumeRestarts(deps.logger, name),
+    });
     streams.push(messages);
     loops.push(
       (async () => {

@@ -82,6 +82,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
   const deadlines = createDeadlineTimers({
+    nc: deps.nc,
     js: deps.js,
     jsm: deps.jsm,
     layout: deps.layout,
@@ -118,6 +119,7 @@ export async function startExecutorService(deps: ExecutorServiceDeps): Promise<E
     kinds.set(kind, withRunSpans(found, runtime, deps.tracing));
   }
   const admission = createAdmission({
+    nc: deps.nc,
     js: deps.js,
     jsm: deps.jsm,
     layout: deps.layout,

@@ -1,4 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -13,6 +14,8 @@ import type { IndexHousekeeping } from "./housekeeping.ts";
 import { createIndexModel } from "./index-model.ts";
 
 export interface IndexerDeps {
+  /** Its reconnects start the durable's pull again. */
+  readonly nc: Pick<NatsConnection, "status">;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly layout: EventLayout;
@@ -77,6 +80,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     ...(deps.now ? { now: deps.now } : {}),
   });
   const runner = createProjectionRunner({
+    nc: deps.nc,
     js: deps.js,
     jsm: deps.jsm,
     layout: deps.layout,

@@ -1,4 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
@@ -6,6 +7,7 @@ import { deleteIndexConsumer, INDEX_CONSUMER } from "./durable.ts";
 import { createIndexer } from "./indexer.ts";
 
 export interface IndexRebuildDeps {
+  readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly layout: EventLayout;
@@ -40,6 +42,7 @@ export async function rebuildIndex(
 async function rebuildPartition(deps: IndexRebuildDeps, partition: number): Promise<number> {
   const stream = deps.layout.stream(partition);
   const indexer = createIndexer({
+    nc: deps.nc,
     js: deps.js,
     jsm: deps.jsm,
     layout: deps.layout,

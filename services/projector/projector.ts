@@ -1,5 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
@@ -24,6 +25,8 @@ import { createViewStore, type ViewStoreDeps } from "./view-store.ts";
 const ROUND_GAP_MS = 10;
 
 export interface ProjectorDeps {
+  /** Its reconnects start the durable's pull again. */
+  readonly nc: Pick<NatsConnection, "status">;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly layout: EventLayout;
@@ -87,6 +90,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
     ...(deps.settledViewChanged ? { settledViewChanged: deps.settledViewChanged } : {}),
   });
   return createProjectionRunner({
+    nc: deps.nc,
     js: deps.js,
     jsm: deps.jsm,
     layout: deps.layout,

@@ -111,6 +111,7 @@ async function rebuildUnderLease(
   }
   await deps.onStep?.("views_purged");
   const projector = createProjector({
+    nc: deps.nc,
     js: deps.js,
     jsm: deps.jsm,
     layout: deps.layout,

@@ -292,6 +292,7 @@ async function startProjector(
     const partitionLogger =
       hub.layout.partitions === 1 ? projectorLogger : projectorLogger.child({ partition });
     const projector = createProjector({
+      nc: hub.nc,
       js: hub.js,
       jsm: hub.jsm,
       layout: hub.layout,

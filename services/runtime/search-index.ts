@@ -65,6 +65,7 @@ export async function startSearchIndex(deps: {
       for (let partition = 0; partition < layout.partitions; partition++) {
         const partitionLogger = layout.partitions === 1 ? logger : logger.child({ partition });
         const indexer = createIndexer({
+          nc: deps.hub.nc,
           js: deps.hub.js,
           jsm: deps.hub.jsm,
           layout,

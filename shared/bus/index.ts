@@ -7,6 +7,7 @@ export * from "./meta-secret.ts";
 export * from "./owned-durable-pump.ts";
 export * from "./placement.ts";
 export * from "./pull-window.ts";
+export * from "./recovering-consume.ts";
 export * from "./store-partitions.ts";
 export * from "./store-version.ts";
 export * from "./stream-reader.ts";

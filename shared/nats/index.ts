@@ -2,4 +2,5 @@ export * from "./auth.ts";
 export * from "./coalesce.ts";
 export * from "./headers.ts";
 export * from "./server.ts";
+export * from "./status.ts";
 export * from "./version.ts";

@@ -1,18 +1,21 @@
 import type {
-  ConsumerMessages,
+  ConsumerNotification,
   JetStreamClient,
   JetStreamManager,
   JsMsg,
 } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  consumeInWindow,
+  consumeRecovering,
   type DeliveryGap,
   type DurableOptions,
   durableStart,
+  logConsumeRestarts,
   type OwnedDurablePump,
   pumpOwnedDurable,
   recreateDurableAt,
 } from "../bus/index.ts";
+import type { Logger } from "../log/index.ts";
 
 /** A durable one runner owns while it leads, and the pump that moves its deliveries. */
 export interface OwnDurable {
@@ -23,7 +26,10 @@ export interface OwnDurable {
 }
 
 export interface OwnDurableDeps {
+  /** Its reconnects start the durable's pull again (shared/bus/recovering-consume.ts). */
+  readonly nc: Pick<NatsConnection, "status">;
   readonly js: JetStreamClient;
+  readonly logger: Logger;
   readonly jsm: JetStreamManager;
   readonly options: DurableOptions & { readonly stream: string };
   /**
@@ -55,8 +61,16 @@ export async function takeOwnDurable(
   const consumer = await deps.js.consumers.get(options.stream, options.name);
   // The info fetched by get(): what the durable has to deliver from its start.
   const pending = (await consumer.info(true)).num_pending;
-  const messages = await consumeInWindow(consumer, 500);
   let open = true;
+  const messages = await consumeRecovering({
+    consumer,
+    nc: deps.nc,
+    maxMessages: 500,
+    // Two missed heartbeats retake the durable instead (watchConsumer).
+    restartOnSilence: false,
+    restarted: logConsumeRestarts(deps.logger, options.name),
+    notified: watchConsumer({ open: () => open, lost: deps.lost }),
+  });
   const pump: OwnedDurablePump = pumpOwnedDurable({
     messages,
     running: () => open,
@@ -65,7 +79,6 @@ export async function takeOwnDurable(
     full: deps.full,
     onGap: deps.onGap,
   });
-  watchConsumer(messages, { open: () => open, lost: deps.lost });
   pump.done.catch((err: unknown) => {
     // The iterator threw (its connection closed under it): nothing more would come while this
     // process keeps the lease, so it is taken again unless it is closing.
@@ -95,17 +108,16 @@ export async function takeOwnDurable(
  *   the election, wait a whole pull expiry (30 s) before asking again: a partition's fold
  *   stopped for over a minute in the cluster test. A retake tries again within seconds.
  */
-function watchConsumer(
-  messages: ConsumerMessages,
-  deps: { readonly open: () => boolean; readonly lost: OwnDurableDeps["lost"] },
-): void {
-  void (async () => {
-    for await (const status of messages.status()) {
-      const deleted = status.type === "consumer_deleted";
-      const silent = status.type === "heartbeats_missed" && status.count >= 2;
-      if (!deleted && !silent) continue;
-      if (deps.open()) deps.lost(deleted ? "deleted" : "silent");
-      return;
-    }
-  })().catch(() => undefined);
+function watchConsumer(deps: {
+  readonly open: () => boolean;
+  readonly lost: OwnDurableDeps["lost"];
+}): (status: ConsumerNotification) => void {
+  let reported = false;
+  return (status) => {
+    const deleted = status.type === "consumer_deleted";
+    const silent = status.type === "heartbeats_missed" && status.count >= 2;
+    if (reported || (!deleted && !silent)) return;
+    reported = true;
+    if (deps.open()) deps.lost(deleted ? "deleted" : "silent");
+  };
 }

@@ -1,4 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { isJsError } from "../bus/index.ts";
 import type { EventLayout } from "../jobs/index.ts";
 import { retryWhile } from "../lease/index.ts";
@@ -20,6 +21,8 @@ const FENCED_LEAD_AGAIN_MS = 2_000;
 const REJOIN_AFTER_FALLING_BEHIND_MS = 30_000;
 
 export interface ProjectionRunnerDeps<State> {
+  /** Its reconnects start the durable's pull again. */
+  readonly nc: Pick<NatsConnection, "status">;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly layout: EventLayout;
@@ -119,7 +122,9 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
       fromSeq,
       pending,
     } = await takeOwnDurable({
+      nc: deps.nc,
       js: deps.js,
+      logger,
       jsm: deps.jsm,
       options: {
         name: durable,

@@ -1,7 +1,15 @@
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { stopStatusIterator } from "../nats/index.ts";
 
 export interface PullLoopOptions {
   readonly consumer: Consumer;
+  /**
+   * The consumer's connection: at each reconnect the pull in progress ends (after what it
+   * delivered) and a new one starts at once. nats.js would resume it only after reading the
+   * consumer's info, and one pull expiry later when that read fails (JetStream still recovering).
+   */
+  readonly nc: Pick<NatsConnection, "status">;
   /** How many more messages may be taken now (0: wait for a slot). */
   readonly free: () => number;
   /** Resolves when a running handler finishes (a slot may be free again). */
@@ -32,6 +40,13 @@ export function runPullLoop(options: PullLoopOptions): PullLoop {
   let stopped = false;
   let current: { close(): Promise<unknown> } | undefined;
   let wakeSlot: (() => void) | undefined;
+  const connection = options.nc.status();
+  void (async () => {
+    for await (const status of connection) {
+      if (stopped) return;
+      if (status.type === "reconnect") void current?.close().catch(() => undefined);
+    }
+  })().catch(() => undefined);
   const loop = (async () => {
     while (!stopped) {
       if (options.free() <= 0) {
@@ -66,6 +81,7 @@ export function runPullLoop(options: PullLoopOptions): PullLoop {
   return {
     async stop() {
       stopped = true;
+      stopStatusIterator(connection);
       wakeSlot?.();
       await current?.close().catch(() => undefined);
       await loop;

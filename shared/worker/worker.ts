@@ -275,6 +275,7 @@ export function createWorker(options: WorkerOptions): Worker {
     if (stopping) return undefined;
     return runPullLoop({
       consumer,
+      nc: options.nc,
       free: () => concurrency - running.size,
       slotFreed: () => running.freed(),
       expiresMs: options.pullExpiresMs ?? 30_000,

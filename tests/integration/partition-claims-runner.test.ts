@@ -110,6 +110,7 @@ async function member(url: string, writer: string, stores: PartitionStore[]): Pr
   });
   const runners = stores.map((store, partition) =>
     createProjectionRunner({
+      nc,
       js,
       jsm,
       layout: SINGLE_PARTITION_LAYOUT,

@@ -122,6 +122,7 @@ async function runner(options: {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   return createProjectionRunner({
+    nc,
     js,
     jsm,
     layout: SINGLE_PARTITION_LAYOUT,

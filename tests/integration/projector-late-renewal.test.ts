@@ -40,6 +40,7 @@ test("a lease renewal that runs late pauses the projector; it folds on once the 
   const { lease, set } = switchableLease();
   const projector = createProjector({
     layout: SINGLE_PARTITION_LAYOUT,
+    nc: conn.nc,
     js: conn.js,
     jsm: conn.jsm,
     kv: conn.jobs,

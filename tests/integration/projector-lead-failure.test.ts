@@ -54,6 +54,7 @@ test("a projector whose start fails under the lease releases it; the standby fol
     const log = captureLogger();
     const projector = createProjector({
       layout: SINGLE_PARTITION_LAYOUT,
+      nc: conn.nc,
       js: conn.js,
       jsm,
       kv: conn.jobs,

@@ -78,6 +78,7 @@ test("view reads that fail for a while: the projector lives, retries, and every 
     const projector = (kv: KV) =>
       createProjector({
         layout: SINGLE_PARTITION_LAYOUT,
+        nc: conn.nc,
         js: conn.js,
         jsm: conn.jsm,
         kv,

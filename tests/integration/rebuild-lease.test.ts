@@ -41,6 +41,7 @@ async function replica(nats: TestNats, name: string) {
   const kv = await new Kvm(nc).open(TOPOLOGY.jobsBucket);
   const projector = createProjector({
     layout: SINGLE_PARTITION_LAYOUT,
+    nc,
     js,
     jsm,
     kv,

@@ -53,6 +53,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         };
         const indexerA = createIndexer({
           layout: SINGLE_PARTITION_LAYOUT,
+          nc: first,
           js: jetstream(first),
           jsm: await jetstreamManager(first),
           store: slow,
@@ -70,6 +71,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         const second = await connect({ servers: nats.url });
         const indexerB = createIndexer({
           layout: SINGLE_PARTITION_LAYOUT,
+          nc: second,
           js: jetstream(second),
           jsm: await jetstreamManager(second),
           store,
@@ -140,6 +142,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         const first = await connect({ servers: nats.url });
         const indexerA = createIndexer({
           layout: SINGLE_PARTITION_LAYOUT,
+          nc: first,
           js: jetstream(first),
           jsm: await jetstreamManager(first),
           store: counting,
@@ -159,6 +162,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         const second = await connect({ servers: nats.url });
         const indexerB = createIndexer({
           layout: SINGLE_PARTITION_LAYOUT,
+          nc: second,
           js: jetstream(second),
           jsm: await jetstreamManager(second),
           store: counting,
@@ -208,6 +212,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         const nc = await connect({ servers: nats.url });
         const indexer = createIndexer({
           layout: SINGLE_PARTITION_LAYOUT,
+          nc,
           js: jetstream(nc),
           jsm: await jetstreamManager(nc),
           store,

@@ -91,6 +91,7 @@ export function createRouteQueue(deps: {
       const consumer = await ctx.js.consumers.get(TASK_STREAM, taskConsumerName(route.key));
       loop = runPullLoop({
         consumer,
+        nc: ctx.nc,
         free: () => Math.min(deps.slots.free(), ctx.slots.free()),
         slotFreed: () => (deps.slots.free() <= 0 ? deps.slots.freed() : ctx.slots.freed()),
         onError: (err) => logger.warn({ err: (err as Error).message }, "pull failed; retrying"),
