@@ -17,6 +17,7 @@ import {
   type JobRef,
   newEvent,
   readLastEvent,
+  readLastJobEvent,
   type StoredEvent,
 } from "../jobs/index.ts";
 import { acceptRun } from "./accept.ts";
@@ -53,7 +54,7 @@ async function readJob(
 ): Promise<{ run: RunRequested; view: JobView } | undefined> {
   const [run, job, ops] = await Promise.all([
     readLastEvent(store, ref, "run"),
-    readLastEvent(store, ref, "job"),
+    readLastJobEvent(store, ref),
     readLastEvent(store, ref, "ops"),
   ]);
   if (run?.event.type !== "run.requested") return undefined;
@@ -68,7 +69,7 @@ async function viewAfter(
   run: RunRequested,
 ): Promise<JobView | undefined> {
   const [job, ops] = await Promise.all([
-    readLastEvent(store, ref, "job"),
+    readLastJobEvent(store, ref),
     readLastEvent(store, ref, "ops"),
   ]);
   return fold(run, [job, ops]);

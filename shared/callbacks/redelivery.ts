@@ -9,6 +9,7 @@ import {
   findJobClient,
   newEvent,
   readLastEvent,
+  readLastJobEvent,
 } from "../jobs/index.ts";
 import { publishCallbackWakeup } from "../schedule/index.ts";
 
@@ -64,7 +65,7 @@ export async function requestRedelivery(
     return refused("no_callback", `job ${jobId} was submitted without a callback_url`);
   }
   const [job, cb] = await Promise.all([
-    readLastEvent(deps, ref, "job"),
+    readLastJobEvent(deps, ref),
     readLastEvent(deps, ref, "cb"),
   ]);
   let state = evolve(null, run.event);

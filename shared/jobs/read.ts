@@ -15,20 +15,38 @@ export interface StoredEvent {
   readonly event: JobEvent;
 }
 
+/** A stored message as it is, before it is decoded: it may be poison. */
+export interface StoredMessage {
+  readonly seq: number;
+  readonly data: Uint8Array;
+}
+
 /**
- * The last event on one of a job's subjects, read from the stream leader (not a direct get, which
+ * The last message on one of a job's subjects, read from the stream leader (not a direct get, which
  * a follower may answer with stale data). null when the subject is empty.
+ */
+export async function readLastMessage(
+  deps: EventStoreDeps,
+  ref: JobRef,
+  kind: EventStreamKind,
+): Promise<StoredMessage | null> {
+  const msg = await deps.jsm.streams.getMessage(deps.layout.streamOf(ref), {
+    last_by_subj: deps.layout.subject(ref, kind),
+  });
+  return msg === null ? null : { seq: msg.seq, data: msg.data };
+}
+
+/**
+ * The last event on one of a job's subjects (see readLastMessage). null when the subject is empty;
+ * throws PoisonMessageError when its last message is not a valid event.
  */
 export async function readLastEvent(
   deps: EventStoreDeps,
   ref: JobRef,
   kind: EventStreamKind,
 ): Promise<StoredEvent | null> {
-  const msg = await deps.jsm.streams.getMessage(deps.layout.streamOf(ref), {
-    last_by_subj: deps.layout.subject(ref, kind),
-  });
-  if (msg === null) return null;
-  return { seq: msg.seq, event: decodeEvent(msg.data) };
+  const msg = await readLastMessage(deps, ref, kind);
+  return msg === null ? null : { seq: msg.seq, event: decodeEvent(msg.data) };
 }
 
 /**

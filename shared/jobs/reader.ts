@@ -4,6 +4,7 @@ import { evolve, type JobState, type JobView } from "../domain/index.ts";
 import { GenerationalMap } from "./generations.ts";
 import type { EventLayout } from "./layout.ts";
 import { readLastEvent } from "./read.ts";
+import { readLastJobEvent } from "./status.ts";
 import { type JobRef, jobViewKey } from "./subjects.ts";
 import type { JobViewCache } from "./view-cache.ts";
 import { jobViewCodec } from "./view-codec.ts";
@@ -49,8 +50,10 @@ export function createJobReader(deps: {
   const fromStream = async (ref: JobRef): Promise<JobView | null> => {
     const run = await readLastEvent(deps, ref, "run");
     if (!run) return null;
+    // A `.job` subject may end in a NATS worker's poison, which is read past as the projector
+    // skips it.
     const [job, cb] = await Promise.all([
-      readLastEvent(deps, ref, "job"),
+      readLastJobEvent(deps, ref),
       readLastEvent(deps, ref, "cb"),
     ]);
     let state: JobState = evolve(null, run.event);

@@ -1,4 +1,5 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import { decodeEvent, PoisonMessageError } from "../bus/index.ts";
 import type { Clock } from "../clock/index.ts";
 import {
   decideStatus,
@@ -13,8 +14,14 @@ import type { IdGenerator } from "../ids/index.ts";
 import { appendEvent } from "./append.ts";
 import { keepDiscardedResult } from "./discarded.ts";
 import { newEvent } from "./envelope.ts";
+import { readJobHistory } from "./history.ts";
 import type { EventLayout } from "./layout.ts";
-import { type EventStoreDeps, readLastEvent, type StoredEvent } from "./read.ts";
+import {
+  type EventStoreDeps,
+  readLastMessage,
+  type StoredEvent,
+  type StoredMessage,
+} from "./read.ts";
 import type { JobRef } from "./subjects.ts";
 
 export type { StatusEvent, StatusEventType, StatusIntent } from "../domain/index.ts";
@@ -22,8 +29,12 @@ export type { StatusEvent, StatusEventType, StatusIntent } from "../domain/index
 /** A job's status as its `.job` subject says, and the sequence a writer must expect. */
 export interface CurrentStatus {
   readonly status: JobStatus;
+  /** The event that names the status: the subject's last valid event (poison after it is not). */
   readonly last: StoredEvent | null;
-  /** Expected last subject sequence for the next append (0: nothing appended yet). */
+  /**
+   * Expected last subject sequence for the next append (0: nothing appended yet): the subject's
+   * last message, poison or not, since the server compares against what is stored.
+   */
   readonly seq: number;
 }
 
@@ -33,14 +44,57 @@ export const QUEUED: CurrentStatus = { status: "queued", last: null, seq: 0 };
 /**
  * Reads the job's status from the last event of its `.job` subject (from the stream leader).
  * Every status event is appended with optimistic concurrency, so the last one is always a legal
- * move and names the current status; an empty subject means `queued`.
+ * move and names the current status; an empty subject means `queued`. A subject that ends in
+ * poison (a NATS worker's final event that fails the schema: every consumer terminates it) is
+ * read past: the status is the last valid event's, and the next append expects the poison's
+ * sequence. Expecting the valid event's would conflict on every round, and the job's deadline
+ * timer could never end it.
  */
 export async function readStatus(deps: EventStoreDeps, ref: JobRef): Promise<CurrentStatus> {
-  const last = await readLastEvent(deps, ref, "job");
+  const stored = await readLastMessage(deps, ref, "job");
+  if (stored === null) return QUEUED;
+  const last = decodeStored(stored) ?? (await lastStatusEventBefore(deps, ref, stored.seq));
   if (last === null || !isStatusEventType(last.event.type)) {
-    return { status: "queued", last, seq: last?.seq ?? 0 };
+    return { status: "queued", last, seq: stored.seq };
   }
-  return { status: statusAfter(last.event.type), last, seq: last.seq };
+  return { status: statusAfter(last.event.type), last, seq: stored.seq };
+}
+
+/**
+ * The last valid event of the job's `.job` subject (a poison one after it is read past, as in
+ * readStatus); null when there is none. For folding a job's status, not for an append's expected
+ * sequence (readStatus gives that).
+ */
+export async function readLastJobEvent(
+  deps: EventStoreDeps,
+  ref: JobRef,
+): Promise<StoredEvent | null> {
+  return (await readStatus(deps, ref)).last;
+}
+
+/** The stored message as an event; undefined when it is poison. */
+function decodeStored(msg: StoredMessage): StoredEvent | undefined {
+  try {
+    return { seq: msg.seq, event: decodeEvent(msg.data) };
+  } catch (err) {
+    if (err instanceof PoisonMessageError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The last valid status event stored before `seq`, from the job's history (which skips poison).
+ * Off the common path: only a subject that ends in poison is read whole. Events stored after
+ * `seq` are left out: an append that expects `seq` conflicts with them and reads again.
+ */
+async function lastStatusEventBefore(
+  deps: EventStoreDeps,
+  ref: JobRef,
+  seq: number,
+): Promise<StoredEvent | null> {
+  const history = await readJobHistory(deps, ref);
+  const last = history.findLast((e) => e.seq < seq && isStatusEventType(e.event.type));
+  return last === undefined ? null : { seq: last.seq, event: last.event };
 }
 
 export interface StatusWriterDeps {

@@ -79,7 +79,10 @@ export interface WorkerOptions {
   readonly nc: NatsConnection;
   /** The route key whose work queue this worker pulls. */
   readonly route: string;
-  /** Returns the job's output (any JSON value); throws TaskFailedError/TaskRejectedError to fail. */
+  /**
+   * Returns the job's output (any JSON value; nothing is null); throws TaskFailedError or
+   * TaskRejectedError to fail.
+   */
   readonly handler: (task: Task, ctx: TaskContext) => Promise<unknown>;
   /** Tasks this process runs at once (the route's `concurrency` caps all workers together). */
   readonly concurrency?: number;
@@ -183,7 +186,9 @@ export function createWorker(options: WorkerOptions): Worker {
         working: () => msg.working(),
         delivery: msg.info.deliveryCount,
       });
-      return { type: "job.done", data: { output } };
+      // A handler that returns nothing has output null: JSON has no undefined, and a job.done
+      // without its output fails the event schema (every consumer would drop it as poison).
+      return { type: "job.done", data: { output: output ?? null } };
     } catch (err) {
       if (abort.signal.aborted) return undefined;
       const failed = failure(err);

@@ -90,6 +90,7 @@ ${httpRoute("x.capped", "concurrency: 2")}
     concurrency: 2,
     handler: async (task) => {
       if (task.input === "fail") throw new TaskFailedError("bad_input", "cannot work on that");
+      if (task.input === "nothing") return undefined;
       return task.input.toUpperCase();
     },
   });
@@ -296,6 +297,17 @@ describe("nats target", () => {
   test("a worker pulls the task → dispatched, running, done", async () => {
     const jobId = await submit("x.worker", "abc");
     expect(await waitFinal(get, jobId)).toMatchObject({ status: "done", output: "ABC" });
+    expect(await eventTypes(hub.nats.nc, CLIENT.id, jobId)).toEqual([
+      "job.dispatched",
+      "job.running",
+      "job.done",
+    ]);
+  });
+
+  test("a handler that returns nothing → done with output null (JSON has no undefined)", async () => {
+    const jobId = await submit("x.worker", "nothing");
+    const view = await waitFinal(get, jobId);
+    expect(view).toMatchObject({ status: "done", output: null });
     expect(await eventTypes(hub.nats.nc, CLIENT.id, jobId)).toEqual([
       "job.dispatched",
       "job.running",
