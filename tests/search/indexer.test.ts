@@ -10,6 +10,7 @@ import { connect } from "@nats-io/transport-node";
 import { createIndexer } from "../../services/indexer/index.ts";
 import { SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { IndexFencedError } from "../../shared/search/index.ts";
+import { createWorker } from "../../shared/worker/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { INDEX_ENGINES } from "../helpers/index-engines.ts";
 import { captureLogger } from "../helpers/logs.ts";
@@ -17,6 +18,15 @@ import { startNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const TOKEN = "acme-token-0123456789abcdef";
+
+/** demo.echo, and demo.held: a NATS worker's route, open until the test starts a worker. */
+const HELD_ROUTES = `
+routes:
+  - key: demo.echo
+    executor: { kind: builtin, name: echo }
+  - key: demo.held
+    executor: { kind: nats }
+`;
 
 for (const [engine, open] of INDEX_ENGINES) {
   describe(`indexer on ${engine}`, () => {
@@ -124,9 +134,14 @@ for (const [engine, open] of INDEX_ENGINES) {
       const { store, cleanup } = await open();
       await store.migrate();
       try {
-        await using hub = await startHub({ nats, services: ["ingress", "executor"] });
-        // A job that stays open holds the position below every later job the indexer writes.
-        await hub.run({ request_id: "held-open", route: "demo.sleep", input: "x" }, TOKEN);
+        await using hub = await startHub({
+          nats,
+          services: ["ingress", "executor"],
+          yaml: HELD_ROUTES,
+        });
+        // A job that stays open holds the position below every later job the indexer writes:
+        // a NATS worker's task, finished only once a worker starts (after the first indexer).
+        await hub.run({ request_id: "held-open", route: "demo.held", input: "x" }, TOKEN);
         for (let i = 0; i < 40; i++) {
           await hub.run({ request_id: `above-${i}`, route: "demo.echo", input: "x" }, TOKEN);
         }
@@ -159,6 +174,12 @@ for (const [engine, open] of INDEX_ENGINES) {
         const position = await store.position();
         expect(position.writtenSeq).toBeGreaterThan(position.appliedSeq);
         await first.close(); // dies holding the open job
+        const worker = createWorker({
+          nc: nats.nc,
+          route: "demo.held",
+          handler: async () => "released",
+        });
+        await worker.start();
         const second = await connect({ servers: nats.url });
         const indexerB = createIndexer({
           layout: SINGLE_PARTITION_LAYOUT,
@@ -174,6 +195,7 @@ for (const [engine, open] of INDEX_ENGINES) {
           async () => (await store.count({ statuses: ["done"] }, 100)) === 41,
           { timeoutMs: 20_000 },
         );
+        await worker.stop();
         await indexerB.stop();
         await indexerA.stop().catch(() => undefined);
         await second.close();
@@ -183,11 +205,11 @@ for (const [engine, open] of INDEX_ENGINES) {
         const window = { fromMinute: now - 10, toMinute: now + 2 };
         expect(await store.counts({ kind: "created", ...window })).toEqual([
           { route: "demo.echo", status: "done", count: 40 },
-          { route: "demo.sleep", status: "done", count: 1 },
+          { route: "demo.held", status: "done", count: 1 },
         ]);
         expect(await store.counts({ kind: "completed", ...window })).toEqual([
           { route: "demo.echo", status: "done", count: 40 },
-          { route: "demo.sleep", status: "done", count: 1 },
+          { route: "demo.held", status: "done", count: 1 },
         ]);
       } finally {
         await cleanup();
