@@ -38,7 +38,7 @@ const USAGE = `usage: switchyard <command> [--help]
   audit verify [--public-key file] [--file export.ndjson] [--nats-url url] [--partition p]   replay, compare views, check the signed chain
   audit keygen                key pair for signing audit checkpoints
   status                      streams, consumers, buckets, projector lag, jobs by status
-  index rebuild               recreate the search index from the event stream
+  index rebuild               recreate the search index from the event stream (refused while an indexer runs)
   jobs <list|show|cancel|retry> ...             find and steer jobs through the operator API
   callbacks failed [--where k=v]...             failed callbacks, through the operator API
   callbacks redeliver --where k=v... [--dry-run] [--yes]   redeliver in bulk, through the operator API
@@ -103,7 +103,7 @@ const SPECS = {
   },
   "index rebuild": {
     usage:
-      "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again (stop the indexer service first; needs the config file)",
+      "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again, holding the indexer's lease (refused while an indexer runs: stop it first; needs the config file)",
   },
   migrate: {
     usage:
@@ -359,6 +359,7 @@ const EXPLAINED = new Set([
   "no_hub",
   "data_dir_locked",
   "projector_running",
+  "indexer_running",
   "rebuild_interrupted",
   "listen_failed",
   "store_outdated",

@@ -4,13 +4,13 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createProjector } from "./projector.ts";
 import {
-  ProjectorRunningError,
+  ReadModelRunningError,
   RebuildInterruptedError,
   type RebuildLease,
-  takeProjectorLease,
-} from "./rebuild-lease.ts";
+  takeRebuildLease,
+} from "../../shared/projection/index.ts";
+import { createProjector } from "./projector.ts";
 
 /** Where a rebuild is, for progress lines (and for tests that act at a given point). */
 export type RebuildStep = "lease_taken" | "views_purged" | "caught_up";
@@ -28,7 +28,7 @@ export interface RebuildDeps {
   readonly onStep?: (step: RebuildStep) => void | Promise<void>;
 }
 
-export { ProjectorRunningError, RebuildInterruptedError };
+export { ReadModelRunningError, RebuildInterruptedError };
 
 /**
  * Refuses when the projector's durable shows a live consumer: a running projector keeps pull
@@ -51,7 +51,8 @@ async function refuseIfProjectorRuns(
       throw err;
     }
     if (info.num_waiting > 0 || info.num_ack_pending > 0) {
-      throw new ProjectorRunningError(
+      throw new ReadModelRunningError(
+        "projector",
         `durable '${durable}': ${info.num_waiting} pull requests waiting, ${info.num_ack_pending} messages in flight`,
       );
     }
@@ -61,7 +62,7 @@ async function refuseIfProjectorRuns(
 
 /**
  * Recreates the job view from the event stream: takes the projector's lease (refused with
- * {@link ProjectorRunningError} while a projector replica holds it), checks that no projector
+ * {@link ReadModelRunningError} while a projector replica holds it), checks that no projector
  * consumes the durable anyway (one of a version without the lease), deletes the durable, purges
  * every view, replays the stream through a projector of its own until nothing is pending, and
  * releases the lease, leaving the durable at the head for the replica that takes over. Standby
@@ -75,7 +76,7 @@ export async function rebuildProjection(
   const total = { events: 0, jobs: 0 };
   // Partition after partition, each under its own projector lease.
   for (let partition = 0; partition < deps.layout.partitions; partition++) {
-    const lease = await takeProjectorLease({ ...deps, partition });
+    const lease = await takeRebuildLease({ ...deps, group: "projector", partition });
     try {
       await deps.onStep?.("lease_taken");
       const done = await rebuildUnderLease(deps, { lease, partition });

@@ -283,7 +283,7 @@ async function startProjector(
   const { deps, hub, stoppables, metrics, tracing } = ctx;
   const { config, logger } = deps;
   const projectorLogger = logger.child({ component: "projector" });
-  const { createProjector, PROJECTOR_LEASE_KEY } = await import("../projector/index.ts");
+  const { createProjector } = await import("../projector/index.ts");
   // One projector per partition, each on its own lease (at P > 1 a claim of the process's fair
   // share): several replicas may run, and each partition is folded by the replica holding it.
   // The partitions this process folds share one round pace (shared/projection/pacer.ts).
@@ -300,7 +300,7 @@ async function startProjector(
       kv: hub.views(partition),
       logger: partitionLogger,
       lingerMs: parseDuration(config.projector.linger),
-      lease: leases.lease(PROJECTOR_LEASE_KEY, partition),
+      lease: leases.lease("projector", partition),
       pacer,
       ...(feeds ? { feeds } : {}),
       metrics,

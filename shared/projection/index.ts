@@ -10,6 +10,13 @@ export {
 export { createRoundPacer, type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
 export * from "./read-model.ts";
 export {
+  ReadModelRunningError,
+  type RebuildGroup,
+  RebuildInterruptedError,
+  type RebuildLease,
+  takeRebuildLease,
+} from "./rebuild-lease.ts";
+export {
   createProjectionRunner,
   type ProjectionRunner,
   type ProjectionRunnerDeps,

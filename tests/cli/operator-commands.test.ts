@@ -206,4 +206,72 @@ describe("index rebuild and audit verify", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test("a running indexer refuses the rebuild; stopped, the rebuild runs and the indexer continues from it", async () => {
+    await using nats = await startNats();
+    const dir = mkdtempSync(join(tmpdir(), "sy-index-cli-"));
+    const indexPath = join(dir, "index.sqlite");
+    const extra = `index: { sqlite_path: "${indexPath}" }`;
+    const configPath = join(dir, "switchyard.yaml");
+    const clients = [{ id: "acme", token: CLIENT_TOKENS.acme }];
+    writeFileSync(configPath, hubYaml(nats.url, clients, extra));
+    const env = { SWITCHYARD_CONFIG: configPath, NATS_URL: nats.url };
+    const listed = async (hub: Awaited<ReturnType<typeof startHub>>) =>
+      (
+        (await (await hub.request("/jobs", { token: CLIENT_TOKENS.acme })).json()) as {
+          jobs: unknown[];
+        }
+      ).jobs.length;
+    try {
+      const readModels = await startHub({
+        nats,
+        clients,
+        yaml: extra,
+        services: ["projector", "indexer"],
+      });
+      await using hub = await startHub({
+        nats,
+        clients,
+        yaml: extra,
+        services: ["ingress", "executor"],
+      });
+      for (let i = 0; i < 3; i++) {
+        const res = await hub.run(
+          { request_id: `busy-${i}`, route: "demo.echo", input: "x" },
+          CLIENT_TOKENS.acme,
+        );
+        expect(res.status).toBe(202);
+      }
+      await waitFor("three rows in the index", async () => (await listed(hub)) === 3);
+
+      const refused = await cli(["index", "rebuild"], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain("an indexer is running (the indexer lease is held by");
+      expect(refused.stderr).toContain("Stop the indexer service");
+      expect(refused.stdout).toBe("");
+      expect(await listed(hub)).toBe(3); // nothing was emptied
+
+      await readModels.stop();
+      const rebuilt = await cli(["index", "rebuild"], env);
+      expect(rebuilt.stderr).toBe("");
+      expect(rebuilt.code).toBe(0);
+      expect(rebuilt.stdout).toContain("3 jobs");
+      // The read models again: the indexer takes the released lease and indexes what comes next.
+      await using again = await startHub({
+        nats,
+        clients,
+        yaml: extra,
+        services: ["projector", "indexer"],
+      });
+      const res = await hub.run(
+        { request_id: "after-rebuild", route: "demo.echo", input: "x" },
+        CLIENT_TOKENS.acme,
+      );
+      expect(res.status).toBe(202);
+      await waitFor("the fourth row", async () => (await listed(hub)) === 4, { timeoutMs: 15_000 });
+      expect(again.logs()).toContain("indexer started");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -7,7 +7,7 @@
  */
 import { expect, test } from "bun:test";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { createProjector, PROJECTOR_LEASE_KEY } from "../../services/projector/index.ts";
+import { createProjector } from "../../services/projector/index.ts";
 import { jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import {
   createLease,
@@ -61,7 +61,7 @@ test("a projector whose start fails under the lease releases it; the standby fol
       logger: log.logger,
       lease: createLease({
         kv: leases,
-        key: PROJECTOR_LEASE_KEY,
+        key: "projector",
         holder: name,
         logger: log.logger,
       }),
@@ -82,7 +82,7 @@ test("a projector whose start fails under the lease releases it; the standby fol
   expect(flaky.state.failed).toBe(1);
   expect(a.logs()).toContain("could not start the lease's work; releasing the lease");
   // Released, not left to expire: the key is gone, and a standby takes it on its first try.
-  expect((await leases.get(PROJECTOR_LEASE_KEY))?.operation ?? "DEL").not.toBe("PUT");
+  expect((await leases.get("projector"))?.operation ?? "DEL").not.toBe("PUT");
   const b = replica("b", conn.jsm);
   await b.projector.start();
   expect(b.logs()).toContain("projector started");

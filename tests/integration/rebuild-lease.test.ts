@@ -4,11 +4,10 @@ import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
 import { createProjector } from "../../services/projector/projector.ts";
 import {
-  ProjectorRunningError,
+  ReadModelRunningError,
   type RebuildStep,
   rebuildProjection,
 } from "../../services/projector/rebuild.ts";
-import { PROJECTOR_LEASE_KEY } from "../../services/projector/rebuild-lease.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
@@ -34,7 +33,7 @@ async function replica(nats: TestNats, name: string) {
   const { logger, logs } = captureLogger();
   const lease = createLease({
     kv: await openLeaseBucket(nc, { replicas: 1 }),
-    key: PROJECTOR_LEASE_KEY,
+    key: "projector",
     holder: name,
     logger,
   });
@@ -109,7 +108,7 @@ describe("projector rebuild holds the projector lease", () => {
     const before = await jsm.consumers.info(TOPOLOGY.eventsStream, TOPOLOGY.consumers.projector);
 
     const refused = await rebuild(hub).catch((err: unknown) => err);
-    expect(refused).toBeInstanceOf(ProjectorRunningError);
+    expect(refused).toBeInstanceOf(ReadModelRunningError);
     expect((refused as Error).message).toContain("the projector lease is held by replica-a");
 
     const after = await jsm.consumers.info(TOPOLOGY.eventsStream, TOPOLOGY.consumers.projector);
@@ -141,9 +140,9 @@ describe("projector rebuild holds the projector lease", () => {
         // A replica starting now (a restarted pod, a second replica) must wait its turn.
         standby = await replica(nats, "replica-b");
         const second = await rebuild(hub).catch((err: unknown) => err);
-        seen.second = second instanceof ProjectorRunningError ? second.message : second;
+        seen.second = second instanceof ReadModelRunningError ? second.message : second;
       }
-      const holder = (await leases.get(PROJECTOR_LEASE_KEY))?.json<{ holder: string }>().holder;
+      const holder = (await leases.get("projector"))?.json<{ holder: string }>().holder;
       seen[step] = {
         standbyHolds: standby?.lease.holding(),
         standbyEverLed: standby?.logs().includes('"msg":"lease acquired"'),
