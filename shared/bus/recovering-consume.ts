@@ -1,7 +1,7 @@
 import type { Consumer, ConsumerMessages, ConsumerNotification, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../log/index.ts";
-import { stopStatusIterator } from "../nats/index.ts";
+import { onReconnect } from "../nats/index.ts";
 import { HUB_PULL } from "./pull-window.ts";
 
 /** Why a consume was started again. */
@@ -111,13 +111,7 @@ export async function consumeRecovering(deps: RecoveringConsumeDeps): Promise<Re
   }
   watch(current);
 
-  const connection = deps.nc.status();
-  void (async () => {
-    for await (const status of connection) {
-      if (closed) return;
-      if (status.type === "reconnect") void restart("reconnected");
-    }
-  })().catch(() => undefined);
+  const stopWatchingConnection = onReconnect(deps.nc, () => void restart("reconnected"));
 
   return {
     async *[Symbol.asyncIterator]() {
@@ -134,7 +128,7 @@ export async function consumeRecovering(deps: RecoveringConsumeDeps): Promise<Re
     async close() {
       closed = true;
       clearTimeout(retry);
-      stopStatusIterator(connection);
+      stopWatchingConnection();
       await current.close();
     },
   };

@@ -1,6 +1,6 @@
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { stopStatusIterator } from "../nats/index.ts";
+import { onReconnect } from "../nats/index.ts";
 
 export interface PullLoopOptions {
   readonly consumer: Consumer;
@@ -40,13 +40,9 @@ export function runPullLoop(options: PullLoopOptions): PullLoop {
   let stopped = false;
   let current: { close(): Promise<unknown> } | undefined;
   let wakeSlot: (() => void) | undefined;
-  const connection = options.nc.status();
-  void (async () => {
-    for await (const status of connection) {
-      if (stopped) return;
-      if (status.type === "reconnect") void current?.close().catch(() => undefined);
-    }
-  })().catch(() => undefined);
+  const stopWatchingConnection = onReconnect(options.nc, () => {
+    void current?.close().catch(() => undefined);
+  });
   const loop = (async () => {
     while (!stopped) {
       if (options.free() <= 0) {
@@ -81,7 +77,7 @@ export function runPullLoop(options: PullLoopOptions): PullLoop {
   return {
     async stop() {
       stopped = true;
-      stopStatusIterator(connection);
+      stopWatchingConnection();
       wakeSlot?.();
       await current?.close().catch(() => undefined);
       await loop;

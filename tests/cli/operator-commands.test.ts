@@ -142,22 +142,31 @@ describe("jobs and callbacks through the operator API", () => {
   });
 });
 
+/** One client whose runs the index tests list. */
+const INDEX_CLIENTS = [{ id: "acme", token: CLIENT_TOKENS.acme }];
+
+/**
+ * A hub's config file in a temporary folder, with a SQLite index of its own there: `extra` for
+ * the in-process hubs, `env` for the CLI.
+ */
+function indexHubFiles(natsUrl: string) {
+  const dir = mkdtempSync(join(tmpdir(), "sy-index-cli-"));
+  const indexPath = join(dir, "index.sqlite");
+  const extra = `index: { sqlite_path: "${indexPath}" }`;
+  const configPath = join(dir, "switchyard.yaml");
+  writeFileSync(configPath, hubYaml(natsUrl, INDEX_CLIENTS, extra));
+  return { dir, indexPath, extra, env: { SWITCHYARD_CONFIG: configPath, NATS_URL: natsUrl } };
+}
+
 describe("index rebuild and audit verify", () => {
   test("the index is refilled from the stream, and verify finds a changed row", async () => {
     await using nats = await startNats();
-    const dir = mkdtempSync(join(tmpdir(), "sy-index-cli-"));
-    const indexPath = join(dir, "index.sqlite");
-    const extra = `index: { sqlite_path: "${indexPath}" }`;
-    const configPath = join(dir, "switchyard.yaml");
-    writeFileSync(
-      configPath,
-      hubYaml(nats.url, [{ id: "acme", token: CLIENT_TOKENS.acme }], extra),
-    );
+    const { dir, indexPath, extra, env } = indexHubFiles(nats.url);
     try {
       // No projector service here: no indexer runs; the rebuild is the only writer.
       await using hub = await startHub({
         nats,
-        clients: [{ id: "acme", token: CLIENT_TOKENS.acme }],
+        clients: INDEX_CLIENTS,
         yaml: extra,
         services: ["ingress", "executor"],
       });
@@ -180,7 +189,6 @@ describe("index rebuild and audit verify", () => {
           return job.status === "done";
         });
       }
-      const env = { SWITCHYARD_CONFIG: configPath, NATS_URL: nats.url };
       const rebuilt = await cli(["index", "rebuild"], env);
       expect(rebuilt.code).toBe(0);
       expect(rebuilt.stdout).toContain("3 jobs");
@@ -209,13 +217,8 @@ describe("index rebuild and audit verify", () => {
 
   test("a running indexer refuses the rebuild; stopped, the rebuild runs and the indexer continues from it", async () => {
     await using nats = await startNats();
-    const dir = mkdtempSync(join(tmpdir(), "sy-index-cli-"));
-    const indexPath = join(dir, "index.sqlite");
-    const extra = `index: { sqlite_path: "${indexPath}" }`;
-    const configPath = join(dir, "switchyard.yaml");
-    const clients = [{ id: "acme", token: CLIENT_TOKENS.acme }];
-    writeFileSync(configPath, hubYaml(nats.url, clients, extra));
-    const env = { SWITCHYARD_CONFIG: configPath, NATS_URL: nats.url };
+    const { dir, extra, env } = indexHubFiles(nats.url);
+    const clients = INDEX_CLIENTS;
     const listed = async (hub: Awaited<ReturnType<typeof startHub>>) =>
       (
         (await (await hub.request("/jobs", { token: CLIENT_TOKENS.acme })).json()) as {
