@@ -2,14 +2,13 @@
 /**
  * What one JetStream publish costs the publishing process, per publish: `bun bench/publish-path.ts`.
  *
- * Every service of the hub writes through nats.js's `js.publish` (the KV view through `kv.update`,
- * which calls it): a request per publish, with a reply token, a timer, a deferred and a
- * `RequestError` built and dropped when the request ends. The alternative measured beside it is a
- * plain publish whose PubAck comes back on one wildcard reply subscription, matched in a map (what
- * a publisher without nats.js's request machinery would do; nothing in the hub uses it). Both
- * publish the same 400-byte event, 64 in flight, to a private nats-server (random port, temporary
- * store), with no headers and with the headers an event append carries (type, message id,
- * expected last subject sequence, through the hub's `headersOf`).
+ * nats.js's `js.publish` makes a request per publish: a reply token, a timer, a deferred and a
+ * `RequestError` built and dropped when the request ends. The hub publishes through
+ * `muxPubAcks` (shared/nats/pub-ack-mux.ts): a plain publish whose PubAck comes back on one
+ * wildcard reply subscription, matched in a map. Both publish the same 400-byte event, 64 in
+ * flight, to a private nats-server (random port, temporary store), with no headers and with the
+ * headers an event append carries (type, message id, expected last subject sequence, through the
+ * hub's `headersOf`).
  *
  * Reported: the process's CPU per publish (user + system, µs), the median of the rounds. The
  * server's CPU is not in it. Env: PUBLISH_COUNT (per round, default 50000), PUBLISH_ROUNDS
@@ -19,8 +18,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type JetStreamClient, jetstream, jetstreamManager, PubHeaders } from "@nats-io/jetstream";
-import { connect, createInbox, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
-import { headersOf, startNatsServer } from "../shared/nats/index.ts";
+import { connect, type MsgHdrs } from "@nats-io/transport-node";
+import { headersOf, muxPubAcks, startNatsServer } from "../shared/nats/index.ts";
 import { round } from "./lib/common.ts";
 
 const COUNT = Number(process.env.PUBLISH_COUNT ?? 50_000);
@@ -31,33 +30,6 @@ const payload = new TextEncoder().encode(
 );
 
 type Publish = (i: number, headers?: MsgHdrs) => Promise<unknown>;
-
-/** Publishes with PubAcks matched on one wildcard reply subscription. */
-function replyMuxPublisher(nc: NatsConnection): Publish {
-  const prefix = createInbox();
-  const waiting = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
-  let next = 0;
-  nc.subscribe(`${prefix}.*`, {
-    callback: (_err, msg) => {
-      const id = Number(msg.subject.slice(prefix.length + 1));
-      const entry = waiting.get(id);
-      if (entry === undefined) return;
-      waiting.delete(id);
-      const ack = msg.json<{ seq?: number; error?: { description: string } }>();
-      if (ack.error) entry.reject(new Error(ack.error.description));
-      else entry.resolve();
-    },
-  });
-  return (i, headers) =>
-    new Promise<void>((resolve, reject) => {
-      const id = next++;
-      waiting.set(id, { resolve, reject });
-      nc.publish(`pp.m.${i}`, payload, {
-        reply: `${prefix}.${id}`,
-        ...(headers ? { headers } : {}),
-      });
-    });
-}
 
 function natsPublisher(js: JetStreamClient): Publish {
   return (i, headers) => js.publish(`pp.j.${i}`, payload, headers ? { headers } : {});
@@ -100,7 +72,7 @@ try {
   await jsm.streams.add({ name: "PUBLISH_PATH", subjects: ["pp.>"], max_msgs: 200_000 });
   const variants = {
     "js.publish": natsPublisher(jetstream(nc)),
-    "reply mux": replyMuxPublisher(nc),
+    muxPubAcks: natsPublisher(muxPubAcks(jetstream(nc), { nc })),
   };
   const results: Record<string, number[]> = {};
   let base = 0;

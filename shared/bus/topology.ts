@@ -1,5 +1,6 @@
 import {
   DiscardPolicy,
+  type JetStreamClient,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
@@ -90,9 +91,11 @@ export async function ensureTopology<L extends PartitionNames>(
   options: TopologyOptions & {
     readonly partitions: number;
     readonly layoutOf: (partitions: number) => L;
+    /** The client the buckets write through (default: nats.js's own on `nc`). */
+    readonly js?: JetStreamClient;
   },
 ): Promise<{ layout: L; views: KV[]; meta: KV; storeVersion: number; created: boolean }> {
-  const kvm = new Kvm(nc);
+  const kvm = new Kvm(options.js ?? nc);
   // The meta bucket, the version mark and the partition count come before the streams, so a store
   // with a stream and no mark is one an older version wrote, never a new one half set up.
   // sy_meta holds the store mark, the job-id key and the console key (read at start-up) and each

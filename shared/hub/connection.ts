@@ -21,7 +21,7 @@ import {
 import { type Config, parseDuration } from "../config/index.ts";
 import { createEventLayout, type EventLayout, type JobRef } from "../jobs/index.ts";
 import type { Logger } from "../log/index.ts";
-import { coalesceWrites, identityOptions, redactUrl } from "../nats/index.ts";
+import { coalesceWrites, identityOptions, muxPubAcks, redactUrl } from "../nats/index.ts";
 import { refusalOf, unreadableFile } from "./refusals.ts";
 
 /** Everything a service needs from NATS, connected and with the topology in place. */
@@ -159,12 +159,12 @@ async function requireStreams(jsm: JetStreamManager, url: string, streams: reado
 
 /** Opens the streams and buckets without creating anything; throws HubNotFoundError if missing. */
 async function openTopology(
-  nc: NatsConnection,
+  js: JetStreamClient,
   jsm: JetStreamManager,
   options: { url: string; partitions: number; fromStore: boolean },
 ) {
   await requireStreams(jsm, options.url, [`KV_${TOPOLOGY.metaBucket}`]);
-  const kvm = new Kvm(nc);
+  const kvm = new Kvm(js);
   const meta = await kvm.open(TOPOLOGY.metaBucket);
   const stored = (await readStorePartitions(meta)) ?? 1;
   const layout = createEventLayout(
@@ -213,10 +213,12 @@ export async function connectHub(
     }
   })();
   const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc);
+  // Every JetStream publish of the hub (event appends, view writes) takes its PubAck on one reply
+  // subscription instead of nats.js's request per publish (pub-ack-mux.ts).
+  const js = muxPubAcks(jetstream(nc), { nc, inboxPrefix: config.nats.inbox_prefix });
   const manage = options.createTopology ?? config.nats.manage_topology;
   const opened = await (!manage
-    ? openTopology(nc, jsm, {
+    ? openTopology(js, jsm, {
         url: redactUrl(config.nats.url),
         partitions: config.nats.partitions,
         fromStore: options.partitionsFromStore === true,
@@ -228,6 +230,7 @@ export async function connectHub(
         eventsMaxBytes: config.nats.events_max_bytes,
         partitions: config.nats.partitions,
         layoutOf: createEventLayout,
+        js,
       })
   ).catch(async (err: unknown) => {
     await nc.close();
