@@ -15,6 +15,7 @@ import {
   type NatsConnection,
   NoRespondersError,
   type Payload,
+  PermissionViolationError,
   RequestError,
   type Subscription,
   TimeoutError,
@@ -115,8 +116,8 @@ function pubAckOf(msg: Msg, subject: string): PubAck | Error {
  * 14 µs per publish, bench/publish-path.ts), about 5% of the hub's CPU per job over its four
  * JetStream publishes. What this keeps of nats.js's contract: the PubAck it returns, the errors it
  * throws (JetStreamApiError with the server's code, TimeoutError after the timeout, a RequestError
- * caused by NoRespondersError when no stream listens, ClosedConnectionError when the connection
- * closes), the default 5-s timeout, and the headers as given, with `msgID` and `expect` set into
+ * caused by NoRespondersError when no stream listens or by PermissionViolationError when the user
+ * may not publish there, ClosedConnectionError when the connection closes), the default 5-s timeout, and the headers as given, with `msgID` and `expect` set into
  * them as nats.js sets them. Publishes with any other option (ttl, retries, schedules) go through
  * nats.js unchanged.
  * Every other method is nats.js's own (the returned client inherits from `js`), so a KV bucket
@@ -176,6 +177,25 @@ export function muxPubAcks(
     if (subscription !== undefined && !subscription.isClosed()) return;
     subscription = nc.subscribe(`${prefix}.*`, { callback: onReply });
   };
+
+  /**
+   * The server refuses a publish the user may not make with an -ERR naming only the subject; as
+   * nats.js does for its requests, the oldest pending publish to that subject takes the refusal.
+   */
+  const refuse = (err: PermissionViolationError) => {
+    for (const [id, entry] of pending) {
+      if (entry.subject !== err.subject) continue;
+      pending.delete(id);
+      entry.reject(new RequestError(err.message, { cause: err }));
+      return;
+    }
+  };
+  void (async () => {
+    for await (const status of nc.status()) {
+      const err = status.type === "error" ? status.error : undefined;
+      if (err instanceof PermissionViolationError && err.operation === "publish") refuse(err);
+    }
+  })().catch(() => undefined);
 
   void nc.closed().then(() => {
     stopSweep();
