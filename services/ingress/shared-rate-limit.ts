@@ -1,5 +1,6 @@
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { createBucket } from "../../shared/bus/index.ts";
 import type { Clock } from "../../shared/clock/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.ts";
@@ -55,7 +56,7 @@ export function openRateBucket(
   nc: NatsConnection,
   options: { readonly replicas: number },
 ): Promise<KV> {
-  return new Kvm(nc).create(RATE_BUCKET, {
+  return createBucket(new Kvm(nc), RATE_BUCKET, {
     history: 1,
     replicas: options.replicas,
     ttl: RATE_ENTRY_TTL_MS,

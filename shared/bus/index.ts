@@ -1,3 +1,4 @@
+export * from "./buckets.ts";
 export * from "./codec.ts";
 export * from "./consumers.ts";
 export * from "./delivery-gaps.ts";

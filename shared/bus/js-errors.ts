@@ -11,6 +11,8 @@ export const JsErrorCode = {
   streamNotFound: 10059,
   /** JSStreamNameExistErr: another process created the stream first. */
   streamNameInUse: 10058,
+  /** JSStreamSubjectOverlapErr: another stream takes the subjects (or is being created). */
+  streamSubjectOverlap: 10065,
   /** JSConsumerNotFoundErr. */
   consumerNotFound: 10014,
   /** JSConsumerNameExistErr. */

@@ -9,6 +9,7 @@ import {
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { keepsByteLimitExactly } from "../nats/index.ts";
+import { createBucket } from "./buckets.ts";
 import { checkPartitions, readStorePartitions, recordStorePartitions } from "./store-partitions.ts";
 import { markStoreVersion, readStoreVersion, STORE_VERSION } from "./store-version.ts";
 import { ensureStream } from "./streams.ts";
@@ -103,7 +104,7 @@ export async function ensureTopology<L extends PartitionNames>(
   // holds on all). Each read must see every earlier write: direct gets may be answered by an R3
   // follower that has not applied them yet (seen on 2.9.10 in a rolling restart), so its reads go
   // to the stream leader.
-  const meta = await kvm.create(TOPOLOGY.metaBucket, {
+  const meta = await createBucket(kvm, TOPOLOGY.metaBucket, {
     history: 1,
     replicas: options.replicas,
     storage: "file",
@@ -122,7 +123,7 @@ export async function ensureTopology<L extends PartitionNames>(
       eventsStreamConfig({ ...options, eventsMaxBytes: maxBytes, names: layout, partition: p }),
     );
     views.push(
-      await kvm.create(layout.viewBucket(p), {
+      await createBucket(kvm, layout.viewBucket(p), {
         history: 1,
         replicas: options.replicas,
         ttl: options.eventsMaxAgeMs,

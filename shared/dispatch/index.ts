@@ -1,5 +1,6 @@
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { createBucket } from "../bus/index.ts";
 
 /** KV bucket: job_id → where the job is and how its HTTP dispatch stands. */
 export const DISPATCH_BUCKET = "sy_dispatch";
@@ -60,7 +61,7 @@ export async function openDispatchIndex(
   nc: NatsConnection,
   options: { readonly replicas: number; readonly ttlMs: number },
 ): Promise<DispatchIndex> {
-  const kv = await new Kvm(nc).create(DISPATCH_BUCKET, {
+  const kv = await createBucket(new Kvm(nc), DISPATCH_BUCKET, {
     history: 1,
     replicas: options.replicas,
     ttl: options.ttlMs,

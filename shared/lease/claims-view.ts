@@ -1,6 +1,7 @@
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { type KV, type KvEntry, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { createBucket } from "../bus/index.ts";
 import type { Logger } from "../log/index.ts";
 // Read at call time only: index.ts re-exports this module.
 import { LEASE_BUCKET } from "./index.ts";
@@ -210,7 +211,7 @@ export async function openClaimsBucket(
   nc: NatsConnection,
   options: { readonly replicas: number },
 ): Promise<KV> {
-  return new Kvm(nc).create(CLAIMS_BUCKET, {
+  return createBucket(new Kvm(nc), CLAIMS_BUCKET, {
     history: 1,
     replicas: options.replicas,
     storage: "file",

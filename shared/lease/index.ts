@@ -1,5 +1,6 @@
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { createBucket } from "../bus/index.ts";
 import type { Logger } from "../log/index.ts";
 
 export { retryWhile } from "./retry.ts";
@@ -74,7 +75,7 @@ export async function openLeaseBucket(
   nc: NatsConnection,
   options: { readonly replicas: number },
 ): Promise<KV> {
-  return new Kvm(nc).create(LEASE_BUCKET, {
+  return createBucket(new Kvm(nc), LEASE_BUCKET, {
     history: 1,
     replicas: options.replicas,
     ttl: LEASE_TTL_MS,

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { type KV, Kvm } from "@nats-io/kv";
 import { type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { createBucket } from "../bus/index.ts";
 import { isObject } from "./schema-merge.ts";
 import type { ToolDefinition } from "./schemas.ts";
 import { validateCompileResult } from "./validate.ts";
@@ -269,7 +270,7 @@ export function createToolSetStore(deps: StoreDeps): ToolSetStore {
 
 /** Opens (creating when missing) the sy_toolsets bucket and its object store; returns a store. */
 export async function openToolSetStore(nc: NatsConnection): Promise<ToolSetStore> {
-  const kv = await new Kvm(nc).create(TOOLSET_BUCKET, { history: TOOLSET_HISTORY });
+  const kv = await createBucket(new Kvm(nc), TOOLSET_BUCKET, { history: TOOLSET_HISTORY });
   const objects = await new Objm(nc).create(TOOLSET_OBJECTS);
   return createToolSetStore({ kv, objects });
 }

@@ -1,0 +1,46 @@
+/**
+ * createBucket (shared/bus/buckets.ts) against a real nats-server: processes that start together
+ * all open the bucket, and a real subject conflict is thrown by its JetStream code.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { createBucket, isJsError } from "../../shared/bus/index.ts";
+import { startNats, type TestNats } from "../helpers/nats.ts";
+
+let nats: TestNats;
+let ncs: NatsConnection[];
+
+beforeAll(async () => {
+  nats = await startNats();
+  ncs = await Promise.all(Array.from({ length: 8 }, () => connect({ servers: nats.url })));
+});
+
+afterAll(async () => {
+  for (const nc of ncs ?? []) await nc.close();
+  await nats?.[Symbol.asyncDispose]();
+});
+
+describe("createBucket", () => {
+  test("eight processes creating the same buckets at once all open them", async () => {
+    for (let round = 0; round < 10; round++) {
+      const opened = await Promise.all(
+        ncs.map((nc) =>
+          createBucket(new Kvm(nc), `together_${round}`, { history: 1, storage: "file" }),
+        ),
+      );
+      const names = await Promise.all(opened.map(async (kv) => (await kv.status()).bucket));
+      expect(names).toEqual(ncs.map(() => `together_${round}`));
+    }
+  });
+
+  test("a stream that holds the bucket's subjects: the overlap is thrown, by its code", async () => {
+    const jsm = await jetstreamManager(nats.nc);
+    await jsm.streams.add({ name: "SQUATTER", subjects: ["$KV.taken.>"] });
+    const err = await createBucket(new Kvm(nats.nc), "taken", { history: 1 }).catch(
+      (e: unknown) => e,
+    );
+    expect(isJsError(err, "streamSubjectOverlap")).toBe(true);
+  });
+});
