@@ -11,9 +11,26 @@ const MUTABLE: readonly (keyof StreamConfig)[] = [
 
 /**
  * Creates a stream, or updates its mutable settings when they differ from `wanted`. Safe to run
- * from every service at start, concurrently: a creation race resolves to the same config.
+ * from every service at start, concurrently: a creation race resolves to the same config, and a
+ * create nats-server 2.9 refuses with "subjects overlap" while another process's create of the
+ * same stream is being set up is tried again (100, 200, 300 ms later; buckets.ts).
  */
 export async function ensureStream(
+  jsm: JetStreamManager,
+  wanted: Partial<StreamConfig> & { name: string },
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await ensureStreamOnce(jsm, wanted);
+      return;
+    } catch (err) {
+      if (!isJsError(err, "streamSubjectOverlap") || attempt >= 4) throw err;
+      await Bun.sleep(100 * attempt);
+    }
+  }
+}
+
+async function ensureStreamOnce(
   jsm: JetStreamManager,
   wanted: Partial<StreamConfig> & { name: string },
 ): Promise<void> {

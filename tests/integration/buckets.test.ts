@@ -1,12 +1,13 @@
 /**
- * createBucket (shared/bus/buckets.ts) against a real nats-server: processes that start together
- * all open the bucket, and a real subject conflict is thrown by its JetStream code.
+ * createBucket (shared/bus/buckets.ts) and ensureStream (streams.ts) against a real nats-server:
+ * processes that start together all open the bucket or stream, and a real subject conflict is
+ * thrown by its JetStream code.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { createBucket, isJsError } from "../../shared/bus/index.ts";
+import { createBucket, ensureStream, isJsError } from "../../shared/bus/index.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 
 let nats: TestNats;
@@ -39,6 +40,19 @@ describe("createBucket", () => {
     const jsm = await jetstreamManager(nats.nc);
     await jsm.streams.add({ name: "SQUATTER", subjects: ["$KV.taken.>"] });
     const err = await createBucket(new Kvm(nats.nc), "taken", { history: 1 }).catch(
+      (e: unknown) => e,
+    );
+    expect(isJsError(err, "streamSubjectOverlap")).toBe(true);
+  });
+
+  test("ensureStream: eight processes at once; a real overlap is thrown by its code", async () => {
+    for (let round = 0; round < 10; round++) {
+      const config = { name: `TOGETHER_${round}`, subjects: [`together.${round}.>`] };
+      await Promise.all(ncs.map(async (nc) => ensureStream(await jetstreamManager(nc), config)));
+    }
+    const jsm = await jetstreamManager(nats.nc);
+    expect((await jsm.streams.names().next()).length).toBeGreaterThanOrEqual(10);
+    const err = await ensureStream(jsm, { name: "INTRUDER", subjects: ["together.0.x"] }).catch(
       (e: unknown) => e,
     );
     expect(isJsError(err, "streamSubjectOverlap")).toBe(true);
