@@ -46,7 +46,8 @@ const OWN_OPTIONS = new Set(["headers", "timeout", "msgID", "expect"]);
 
 function ownsOptions(opts: Partial<JetStreamPublishOptions> | undefined): boolean {
   if (opts === undefined) return true;
-  for (const [key, value] of Object.entries(opts)) {
+  for (const key in opts) {
+    const value = opts[key as keyof JetStreamPublishOptions];
     if (value !== undefined && !OWN_OPTIONS.has(key)) return false;
   }
   return true;
@@ -107,6 +108,60 @@ function pubAckOf(msg: Msg, subject: string): PubAck | Error {
 }
 
 /**
+ * The publishes waiting for their PubAck, by reply id, with one timeout sweep that runs only
+ * while any wait.
+ */
+function createPendingAcks() {
+  const pending = new Map<number, PendingAck>();
+  let sweep: ReturnType<typeof setInterval> | undefined;
+
+  const stopSweep = () => {
+    if (sweep !== undefined) clearInterval(sweep);
+    sweep = undefined;
+  };
+  const expire = () => {
+    const now = Date.now();
+    for (const [id, entry] of pending) {
+      if (entry.deadline > now) continue;
+      pending.delete(id);
+      entry.reject(new TimeoutError());
+    }
+    if (pending.size === 0) stopSweep();
+  };
+
+  return {
+    add(id: number, entry: PendingAck): void {
+      pending.set(id, entry);
+      sweep ??= setInterval(expire, SWEEP_MS);
+    },
+    /** The entry of a reply, removed; undefined when it timed out already. */
+    take(id: number): PendingAck | undefined {
+      const entry = pending.get(id);
+      if (entry !== undefined) pending.delete(id);
+      return entry;
+    },
+    /**
+     * The server refuses a publish the user may not make with an -ERR naming only the subject;
+     * as nats.js does for its requests, the oldest pending publish to that subject takes it.
+     */
+    refuse(err: PermissionViolationError): void {
+      for (const [id, entry] of pending) {
+        if (entry.subject !== err.subject) continue;
+        pending.delete(id);
+        entry.reject(new RequestError(err.message, { cause: err }));
+        return;
+      }
+    },
+    failAll(err: Error): void {
+      const waiting = [...pending.values()];
+      pending.clear();
+      stopSweep();
+      for (const entry of waiting) entry.reject(err);
+    },
+  };
+}
+
+/**
  * A JetStream client whose `publish` takes its PubAck on one wildcard reply subscription of the
  * connection, matched by a counter in a map, with one timeout sweep while acks are pending.
  *
@@ -130,77 +185,34 @@ export function muxPubAcks(
   const { nc } = deps;
   const prefix = createInbox(deps.inboxPrefix);
   const replyPrefix = `${prefix}.`;
-  const pending = new Map<number, PendingAck>();
+  const pending = createPendingAcks();
   let nextId = 0;
   let subscription: Subscription | undefined;
-  let sweep: ReturnType<typeof setInterval> | undefined;
-
-  const failAll = (err: Error) => {
-    const waiting = [...pending.values()];
-    pending.clear();
-    for (const entry of waiting) entry.reject(err);
-  };
-
-  const stopSweep = () => {
-    if (sweep !== undefined) clearInterval(sweep);
-    sweep = undefined;
-  };
-
-  const expire = () => {
-    const now = Date.now();
-    for (const [id, entry] of pending) {
-      if (entry.deadline > now) continue;
-      pending.delete(id);
-      entry.reject(new TimeoutError());
-    }
-    if (pending.size === 0) stopSweep();
-  };
 
   const onReply = (err: Error | null, msg: Msg) => {
     if (err) {
       // The subscription ended (a permissions violation, the connection draining): every ack
       // it would have carried is lost, and the next publish subscribes again.
       subscription = undefined;
-      failAll(err);
+      pending.failAll(err);
       return;
     }
-    const id = Number(msg.subject.slice(replyPrefix.length));
-    const entry = pending.get(id);
-    if (entry === undefined) return; // Timed out already.
-    pending.delete(id);
+    const entry = pending.take(Number(msg.subject.slice(replyPrefix.length)));
+    if (entry === undefined) return;
     const ack = pubAckOf(msg, entry.subject);
     if (ack instanceof Error) entry.reject(ack);
     else entry.resolve(ack);
   };
 
-  const subscribe = (): void => {
-    if (subscription !== undefined && !subscription.isClosed()) return;
-    subscription = nc.subscribe(`${prefix}.*`, { callback: onReply });
-  };
-
-  /**
-   * The server refuses a publish the user may not make with an -ERR naming only the subject; as
-   * nats.js does for its requests, the oldest pending publish to that subject takes the refusal.
-   */
-  const refuse = (err: PermissionViolationError) => {
-    for (const [id, entry] of pending) {
-      if (entry.subject !== err.subject) continue;
-      pending.delete(id);
-      entry.reject(new RequestError(err.message, { cause: err }));
-      return;
-    }
-  };
   void (async () => {
     for await (const status of nc.status()) {
       const err = status.type === "error" ? status.error : undefined;
-      if (err instanceof PermissionViolationError && err.operation === "publish") refuse(err);
+      if (err instanceof PermissionViolationError && err.operation === "publish") {
+        pending.refuse(err);
+      }
     }
   })().catch(() => undefined);
-
-  void nc.closed().then(() => {
-    stopSweep();
-    failAll(new ClosedConnectionError());
-  });
+  void nc.closed().then(() => pending.failAll(new ClosedConnectionError()));
 
   const defaultTimeout = js.getOptions().timeout ?? DEFAULT_TIMEOUT_MS;
   const publish = (
@@ -210,7 +222,9 @@ export function muxPubAcks(
   ): Promise<PubAck> => {
     if (!ownsOptions(opts)) return js.publish(subject, data, opts);
     return new Promise<PubAck>((resolve, reject) => {
-      subscribe();
+      if (subscription === undefined || subscription.isClosed()) {
+        subscription = nc.subscribe(`${prefix}.*`, { callback: onReply });
+      }
       const id = nextId++;
       const plain = opts?.msgID === undefined && opts?.expect === undefined;
       const hdrs = plain ? opts?.headers : headersWith(opts);
@@ -218,13 +232,8 @@ export function muxPubAcks(
         reply: `${replyPrefix}${id}`,
         ...(hdrs === undefined ? {} : { headers: hdrs }),
       });
-      pending.set(id, {
-        resolve,
-        reject,
-        subject,
-        deadline: Date.now() + (opts?.timeout ?? defaultTimeout),
-      });
-      sweep ??= setInterval(expire, SWEEP_MS);
+      const deadline = Date.now() + (opts?.timeout ?? defaultTimeout);
+      pending.add(id, { resolve, reject, subject, deadline });
     });
   };
 
