@@ -81,6 +81,10 @@ async function intrude(hub: TestHub, durable: string, prefix: string) {
       // the durable was recreated under the pull
     }
   }
+  // The owner sees the gap at its next delivery. When the intruder took the last messages of its
+  // wave, that is the redelivery after the durable's ack wait (longer than this test waits), so
+  // one more wave comes after the intrusion, as a running hub's next jobs would.
+  if (taken > 0) jobIds.push(...(await submit(hub, `${prefix}-after`)));
   return { jobIds, taken };
 }
 
