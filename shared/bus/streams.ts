@@ -1,4 +1,5 @@
 import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import { retryCreationRace } from "./buckets.ts";
 import { isJsError } from "./js-errors.ts";
 
 /** The stream settings that may change after creation and are kept in step with the config. */
@@ -12,22 +13,14 @@ const MUTABLE: readonly (keyof StreamConfig)[] = [
 /**
  * Creates a stream, or updates its mutable settings when they differ from `wanted`. Safe to run
  * from every service at start, concurrently: a creation race resolves to the same config, and a
- * create nats-server 2.9 refuses with "subjects overlap" while another process's create of the
- * same stream is being set up is tried again (100, 200, 300 ms later; buckets.ts).
+ * create nats-server 2.9 refuses while another process's create of the same stream is being set
+ * up is tried again (retryCreationRace).
  */
-export async function ensureStream(
+export function ensureStream(
   jsm: JetStreamManager,
   wanted: Partial<StreamConfig> & { name: string },
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await ensureStreamOnce(jsm, wanted);
-      return;
-    } catch (err) {
-      if (!isJsError(err, "streamSubjectOverlap") || attempt >= 4) throw err;
-      await Bun.sleep(100 * attempt);
-    }
-  }
+  return retryCreationRace(() => ensureStreamOnce(jsm, wanted));
 }
 
 async function ensureStreamOnce(
