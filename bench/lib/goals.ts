@@ -42,11 +42,26 @@ export interface GoalInputs {
   readonly idleHubCores?: number;
   /** Peak RSS of each hub service, MB. */
   readonly serviceRssPeakMb: Readonly<Record<string, number>>;
+  /**
+   * CPU per job of the callback step and of the executor in the e2e closed loop (issue 31: the
+   * callback service at most the executor's): the hub's services, and the split floor's
+   * processes of the same names, which do the least each step can on the hub's stack.
+   */
+  readonly callbackAndExecutorUs?: {
+    readonly hub?: StepCosts;
+    readonly floorSplit?: StepCosts;
+  };
   /** The JetStream floor's figures for the goals that are not ratios to a peer. */
   readonly floor?: {
     readonly p99CallbackAtRateMs?: number;
     readonly cpuPerJobUs: { readonly rate?: number; readonly closed?: number };
   };
+}
+
+/** CPU µs per job of two steps of one system. */
+export interface StepCosts {
+  readonly callback: number;
+  readonly executor: number;
 }
 
 /** The floor's own figure for a goal: the bound on what any hub on this stack can reach. */
@@ -149,6 +164,27 @@ function cpuRatio(
   };
 }
 
+/** The callback step's CPU per job ÷ the executor's, at most 1. */
+function callbackRatio(steps: StepCosts | undefined): Compared {
+  if (!steps || !known(steps.callback) || !known(steps.executor) || steps.executor <= 0)
+    return { value: "–", met: null };
+  const r = steps.callback / steps.executor;
+  return {
+    value: `${fmtNum(r, 2)} (${fmtNum(steps.callback)} vs ${fmtNum(steps.executor)} µs)`,
+    met: r <= 1,
+  };
+}
+
+function callbackRow(steps: GoalInputs["callbackAndExecutorUs"]): GoalRow {
+  const split = callbackRatio(steps?.floorSplit);
+  return {
+    goal: "callback CPU per job ÷ executor's",
+    ...callbackRatio(steps?.hub),
+    target: "≤ 1.00",
+    ...(split.met !== null ? { floorSplit: split } : {}),
+  };
+}
+
 export function evaluateGoals(i: GoalInputs): GoalRow[] {
   const peerRatio = (
     goal: string,
@@ -193,6 +229,7 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
     target: "≤ 1.50",
     ...(floorCpu && floorCpu.met !== null ? { floor: floorCpu } : {}),
   });
+  rows.push(callbackRow(i.callbackAndExecutorUs));
   rows.push(maxRow("idle CPU of the whole hub", { hub: i.idleHubCores }, 0.01, " cores"));
   const rss = Object.entries(i.serviceRssPeakMb).filter(([, mb]) => known(mb));
   if (rss.length === 0) {

@@ -4,7 +4,14 @@
  */
 
 import type { Measured } from "../compiler.ts";
-import { evaluateGoals, fmtNum as fmt, type GoalInputs, type GoalRow, status } from "./goals.ts";
+import {
+  evaluateGoals,
+  fmtNum as fmt,
+  type GoalInputs,
+  type GoalRow,
+  type StepCosts,
+  status,
+} from "./goals.ts";
 import type { CostTotals } from "./jetstream.ts";
 import { PEER_LABELS, type PeerName } from "./peers.ts";
 import {
@@ -324,6 +331,16 @@ function threadRows(phase: PhaseFigures | undefined): string[] {
   ];
 }
 
+/** CPU µs per job of the callback and executor processes in one phase (`prefix`: the floor's). */
+function stepCosts(phase: PhaseFigures | undefined, prefix = ""): StepCosts | undefined {
+  if (!phase || phase.units === 0) return undefined;
+  const us = (proc: string) => {
+    const name = `${prefix}${proc}`;
+    return phase.cpuSec[name] === undefined ? Number.NaN : cpuUsPerUnit(phase, [name]);
+  };
+  return { callback: us("callback"), executor: us("executor") };
+}
+
 export function goalInputs(r: BenchResults): GoalInputs {
   const s = r.scenarios;
   const e = s.e2e;
@@ -363,6 +380,10 @@ export function goalInputs(r: BenchResults): GoalInputs {
     hubCpuPerJobUs: {
       rate: cpuUsPerUnit(e?.hub.rate.phase, hubProcs),
       closed: cpuUsPerUnit(e?.hub.closed.phase, hubProcs),
+    },
+    callbackAndExecutorUs: {
+      hub: stepCosts(e?.hub.closed.phase),
+      floorSplit: stepCosts(e?.peers["floor-split"]?.closed.phase, "floor-split-"),
     },
     idleHubCores: idle ? hubProcs.reduce((a, p) => a + (idle.cores[p] ?? 0), 0) : undefined,
     serviceRssPeakMb: rss,

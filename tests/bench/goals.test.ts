@@ -132,6 +132,45 @@ describe("the JetStream floor beside each goal", () => {
   });
 });
 
+describe("the callback service against the executor (issue 31)", () => {
+  const goal = "callback CPU per job ÷ executor's";
+
+  test("given both steps' CPU per job, the callback is met up to the executor's and missed above", () => {
+    const at = byGoal({ ...base, callbackAndExecutorUs: { hub: { callback: 40, executor: 40 } } });
+    expect(at[goal]).toMatchObject({ met: true, target: "≤ 1.00", value: "1.00 (40 vs 40 µs)" });
+    const above = byGoal({
+      ...base,
+      callbackAndExecutorUs: { hub: { callback: 90, executor: 40 } },
+    });
+    expect(above[goal]).toMatchObject({ met: false, value: "2.25 (90 vs 40 µs)" });
+    expect(above[goal]?.floorSplit).toBeUndefined();
+    expect(status(above[goal] as GoalRow)).toBe("missed");
+  });
+
+  test("a miss the split floor's own callback and executor share is out of reach for the split", () => {
+    const g = byGoal({
+      ...base,
+      callbackAndExecutorUs: {
+        hub: { callback: 90, executor: 40 },
+        floorSplit: { callback: 52, executor: 23 },
+      },
+    });
+    expect(g[goal]?.floorSplit).toEqual({ value: "2.26 (52 vs 23 µs)", met: false });
+    expect(status(g[goal] as GoalRow)).toBe(
+      "missed; out of reach for the service split (the split floor misses too)",
+    );
+  });
+
+  test("without the steps' figures (or with a step missing) the goal is not measured", () => {
+    expect(byGoal(base)[goal]?.met).toBeNull();
+    const half = byGoal({
+      ...base,
+      callbackAndExecutorUs: { hub: { callback: Number.NaN, executor: 40 } },
+    });
+    expect(half[goal]).toMatchObject({ met: null, value: "–" });
+  });
+});
+
 describe("BENCH_PEER", () => {
   test("all by default; none; one; a list; an unknown name is refused by name", () => {
     const all = [...PEER_NAMES];
