@@ -40,6 +40,12 @@ export interface GoalInputs {
   readonly hubCpuPerJobUs: { readonly rate?: number; readonly closed?: number };
   /** Busy cores of the whole hub (nats-server + services) over a quiet window. */
   readonly idleHubCores?: number;
+  /**
+   * Busy cores of each floor over the same window: connected processes with their consumers and
+   * no leases, the least the hub's stack (the JetStream floor) and its service split (the split
+   * floor) idle at.
+   */
+  readonly idleFloorCores?: { readonly floor?: number; readonly floorSplit?: number };
   /** Peak RSS of each hub service, MB. */
   readonly serviceRssPeakMb: Readonly<Record<string, number>>;
   /**
@@ -139,7 +145,7 @@ function below(value: number | undefined, max: number, unit: string): Compared {
 
 function maxRow(
   goal: string,
-  figures: { readonly hub?: number; readonly floor?: number },
+  figures: { readonly hub?: number; readonly floor?: number; readonly floorSplit?: number },
   max: number,
   unit: string,
 ): GoalRow {
@@ -148,6 +154,7 @@ function maxRow(
     ...below(figures.hub, max, unit),
     target: `< ${fmtNum(max, max < 1 ? 3 : 1)}${unit}`,
     ...(known(figures.floor) ? { floor: below(figures.floor, max, unit) } : {}),
+    ...(known(figures.floorSplit) ? { floorSplit: below(figures.floorSplit, max, unit) } : {}),
   };
 }
 
@@ -230,7 +237,14 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
     ...(floorCpu && floorCpu.met !== null ? { floor: floorCpu } : {}),
   });
   rows.push(callbackRow(i.callbackAndExecutorUs));
-  rows.push(maxRow("idle CPU of the whole hub", { hub: i.idleHubCores }, 0.01, " cores"));
+  rows.push(
+    maxRow(
+      "idle CPU of the whole hub",
+      { hub: i.idleHubCores, ...i.idleFloorCores },
+      0.01,
+      " cores",
+    ),
+  );
   const rss = Object.entries(i.serviceRssPeakMb).filter(([, mb]) => known(mb));
   if (rss.length === 0) {
     rows.push({ goal: "RSS of every service at peak", value: "–", target: "< 150 MB", met: null });

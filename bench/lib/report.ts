@@ -359,6 +359,8 @@ export function goalInputs(r: BenchResults): GoalInputs {
   // the load's own tail: in 10-s samples after the e2e loop nats-server spent 0.035, then 0.010
   // cores, before falling back to about 0.002 (2026-11-25): work the load left behind, not idle.
   const idle = r.idle.fresh;
+  const idleOf = (procs: readonly string[]) =>
+    idle ? procs.reduce((a, p) => a + (idle.cores[p] ?? 0), 0) : undefined;
   const rss: Record<string, number> = {};
   for (const svc of HUB_SERVICES) {
     const m = r.memoryMb[svc];
@@ -385,7 +387,11 @@ export function goalInputs(r: BenchResults): GoalInputs {
       hub: stepCosts(e?.hub.closed.phase),
       floorSplit: stepCosts(e?.peers["floor-split"]?.closed.phase, "floor-split-"),
     },
-    idleHubCores: idle ? hubProcs.reduce((a, p) => a + (idle.cores[p] ?? 0), 0) : undefined,
+    idleHubCores: idleOf(hubProcs),
+    idleFloorCores: {
+      floor: r.systems.floor ? idleOf(r.systems.floor) : undefined,
+      floorSplit: r.systems["floor-split"] ? idleOf(r.systems["floor-split"]) : undefined,
+    },
     serviceRssPeakMb: rss,
     ...(floor
       ? {

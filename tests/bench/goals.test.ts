@@ -171,6 +171,33 @@ describe("the callback service against the executor (issue 31)", () => {
   });
 });
 
+describe("idle CPU beside the floors' idle", () => {
+  const goal = "idle CPU of the whole hub";
+
+  test("given the floors' idle cores of the same window, the row shows both against 0.010", () => {
+    const g = byGoal({
+      ...base,
+      idleHubCores: 0.0138,
+      idleFloorCores: { floor: 0.006, floorSplit: 0.0115 },
+    });
+    expect(g[goal]).toMatchObject({
+      met: false,
+      value: "0.014 cores",
+      floor: { value: "0.006 cores", met: true },
+      floorSplit: { value: "0.012 cores", met: false },
+    });
+    expect(status(g[goal] as GoalRow)).toBe(
+      "missed; out of reach for the service split (the split floor misses too)",
+    );
+  });
+
+  test("a hub miss the split floor does not share is a plain miss; no floor run, no floor figure", () => {
+    const g = byGoal({ ...base, idleHubCores: 0.012, idleFloorCores: { floorSplit: 0.008 } });
+    expect(status(g[goal] as GoalRow)).toBe("missed");
+    expect(byGoal({ ...base, idleHubCores: 0.012 })[goal]?.floorSplit).toBeUndefined();
+  });
+});
+
 describe("BENCH_PEER", () => {
   test("all by default; none; one; a list; an unknown name is refused by name", () => {
     const all = [...PEER_NAMES];
