@@ -1,5 +1,6 @@
 /**
- * The benchmark's goals (issue 14, item 6; ingress ÷ ceiling and GET from issue 9) as ratios of
+ * The benchmark's goals (issue 14, item 6; ingress ÷ ceiling and GET from issue 9; callback ÷
+ * executor from issue 31) as ratios of
  * figures measured in the same run, each met, missed, or not measured (a peer or scenario left
  * out). Pure, so the arithmetic is tested apart from the machine.
  *
@@ -10,7 +11,8 @@
  *
  * The split floor (the floor's work split along the hub's fixed service boundaries: an HTTP
  * server, an executor, a callback step and a views fold as processes of their own) is shown
- * beside the ratio goals too. A goal the floor meets and the split floor misses is out of reach
+ * beside the ratio goals too, beside callback ÷ executor (its own two steps: the floor has one
+ * process) and beside idle. A goal the floor meets and the split floor misses is out of reach
  * for the architecture the hub must have, though not for every system on this stack.
  */
 
