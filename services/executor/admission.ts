@@ -20,7 +20,7 @@ import { endWhenSettled, NO_TRACING, type Tracing } from "../../shared/telemetry
 import { traceIdOf } from "../../shared/trace/index.ts";
 import { type PullLoop, runPullLoop, TaskSet } from "../../shared/worker/index.ts";
 import { type JobWriter, jobContextOf } from "./job-writer.ts";
-import type { KindRuntime } from "./kinds/kind.ts";
+import { ExecutorStoppingError, type KindRuntime } from "./kinds/kind.ts";
 import type { Slots } from "./slots.ts";
 
 export interface AdmissionDeps {
@@ -43,7 +43,10 @@ export interface AdmissionDeps {
 
 export interface Admission {
   start(): Promise<void>;
-  /** Stops pulling; jobs in hand finish (a graceful stop lets builtins complete). */
+  /**
+   * Stops pulling; jobs in hand finish or, where their kind cuts them short
+   * (ExecutorStoppingError), are handed back at once.
+   */
   stop(): Promise<void>;
   inFlight(): number;
 }
@@ -145,6 +148,10 @@ export function createAdmission(deps: AdmissionDeps): Admission {
         running.add(
           handle(msg)
             .catch((err: unknown) => {
+              if (err instanceof ExecutorStoppingError) {
+                logger.info({ seq: msg.seq }, "run handed back: the executor is stopping");
+                return msg.nak(0);
+              }
               logger.error(
                 { seq: msg.seq, err: (err as Error).message },
                 "job handling failed; will retry",

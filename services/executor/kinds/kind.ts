@@ -65,12 +65,31 @@ export interface KindContext {
   readonly tracing?: Tracing;
 }
 
+/**
+ * How long a stopping executor lets work in flight run before it cuts it short: inside the
+ * process's whole graceful stop (25 s), with room for the writes and acks after it.
+ */
+export const STOP_GRACE_MS = 15_000;
+
+/**
+ * Thrown by a kind's `run` when the process stops before the job's outcome is written (an HTTP
+ * attempt past the stop's grace, a builtin sleep): the run is handed back at once (nak without a
+ * delay), so another replica takes it instead of waiting out the ack wait.
+ */
+export class ExecutorStoppingError extends Error {
+  readonly code = "executor_stopping";
+  constructor() {
+    super("the executor is stopping");
+  }
+}
+
 /** A started kind. */
 export interface KindRuntime {
   /**
    * Carries an admitted job as far as this process takes it: to its final event (builtins, an
    * HTTP answer), or to a durable hand-over (a work queue, a deadline timer). When it resolves,
-   * the admission acks the run.requested; when it throws, the admission naks it for a retry.
+   * the admission acks the run.requested; when it throws, the admission naks it for a retry (at
+   * once for an {@link ExecutorStoppingError}).
    */
   run(job: AdmittedJob): Promise<void>;
   /** Stops pulling; in-flight work finishes or is left for redelivery. */

@@ -10,7 +10,7 @@ import type { Logger } from "../../../../shared/log/index.ts";
 import { NO_TRACING, type TraceSpan } from "../../../../shared/telemetry/index.ts";
 import type { Task } from "../../../../shared/worker/index.ts";
 import type { JobContext } from "../../job-writer.ts";
-import type { KindContext, RouteOf } from "../kind.ts";
+import { ExecutorStoppingError, type KindContext, type RouteOf } from "../kind.ts";
 import { type HttpOutcome, postTask } from "./post.ts";
 
 /** One HTTP job, wherever its attempt comes from (the admission or the route's queue). */
@@ -30,11 +30,6 @@ export interface HttpJob {
 export type AttemptEnd =
   | { readonly kind: "settled" }
   | { readonly kind: "retry"; readonly delayMs: number; readonly known: CurrentStatus };
-
-/** Thrown when the process stops mid-POST: the message is released for another replica. */
-export class AttemptInterruptedError extends Error {
-  readonly code = "attempt_interrupted";
-}
 
 export interface AttemptDeps {
   readonly ctx: KindContext;
@@ -136,7 +131,7 @@ async function post(
       signal: AbortSignal.any([deps.signal, input.cancel]),
       ...traceHeader(span.traceparent ?? job.context.traceparent),
     });
-    if (deps.signal.aborted) throw new AttemptInterruptedError("the executor is stopping");
+    if (deps.signal.aborted) throw new ExecutorStoppingError();
     endAttemptSpan(span, outcome);
     return outcome;
   } catch (err) {

@@ -10,13 +10,17 @@ import {
 } from "../../../../shared/worker/index.ts";
 import { createSlots, type Slots } from "../../slots.ts";
 import { isRefusal } from "../../task.ts";
-import type { AdmittedJob, ExecutorKind, KindContext, KindRuntime, RouteOf } from "../kind.ts";
+import {
+  type AdmittedJob,
+  type ExecutorKind,
+  type KindContext,
+  type KindRuntime,
+  type RouteOf,
+  STOP_GRACE_MS,
+} from "../kind.ts";
 import { attemptHttp, type HttpJob } from "./attempt.ts";
 import { createRouteQueue, type RouteQueue } from "./queue.ts";
 import { httpStanding } from "./standing.ts";
-
-/** How long a stopping executor waits for HTTP attempts in flight before it cuts them short. */
-const STOP_GRACE_MS = 15_000;
 
 function isHttpRoute(route: KindContext["routes"][number]): route is RouteOf<"http"> {
   return route.executor.kind === "http";

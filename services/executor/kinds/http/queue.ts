@@ -13,8 +13,8 @@ import {
   taskConsumerName,
 } from "../../../../shared/worker/index.ts";
 import type { Slots } from "../../slots.ts";
-import type { RouteOf } from "../kind.ts";
-import { type AttemptDeps, AttemptInterruptedError, attemptHttp, type HttpJob } from "./attempt.ts";
+import { ExecutorStoppingError, type RouteOf } from "../kind.ts";
+import { type AttemptDeps, attemptHttp, type HttpJob } from "./attempt.ts";
 import { httpStanding } from "./standing.ts";
 
 export interface RouteQueue {
@@ -105,7 +105,7 @@ export function createRouteQueue(deps: {
                 return handle(msg);
               })
               .catch((err: unknown) => {
-                if (err instanceof AttemptInterruptedError) return msg.nak(0);
+                if (err instanceof ExecutorStoppingError) return msg.nak(0);
                 logger.error({ seq: msg.seq, err: (err as Error).message }, "task failed; retry");
                 msg.nak(1_000);
               })
