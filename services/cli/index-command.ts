@@ -18,7 +18,8 @@ export async function openConfiguredIndex(config: Config): Promise<IndexStore | 
 
 /**
  * `switchyard index rebuild`: empties the search index and folds the whole events stream into it
- * again (stop the indexer service first). Progress and ETA on a TTY.
+ * again: this command folds when no indexer runs, the running indexer otherwise (the job views go
+ * on). Progress and ETA on a TTY.
  */
 export async function runIndexRebuild(deps: {
   readonly hub: HubConnection;
@@ -42,9 +43,14 @@ export async function runIndexRebuild(deps: {
       layout: deps.hub.layout,
       store,
       logger: deps.logger,
+      runningIndexer: (detail) => {
+        deps.stdout(
+          `an indexer is running (${detail}): the index is emptied and that indexer rebuilds it from the stream; the job views go on, and lists miss the jobs not indexed yet until it ends\n`,
+        );
+      },
       progress: (done, total) => {
         bar ??= createProgress({
-          label: "index rebuild (stream sequence)",
+          label: "index rebuild (events)",
           total,
           sink: deps.progress,
         });
@@ -53,8 +59,9 @@ export async function runIndexRebuild(deps: {
       },
     });
     bar?.done();
+    const by = result.by === "indexer" ? "the running indexer rebuilt" : "rebuilt";
     deps.stdout(
-      `rebuilt the search index (${store.backend}): ${result.jobs} jobs from events up to sequence ${result.events}\n`,
+      `${by} the search index (${store.backend}): ${result.jobs} jobs from ${result.events} events\n`,
     );
     return 0;
   } finally {

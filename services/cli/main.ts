@@ -38,7 +38,7 @@ const USAGE = `usage: switchyard <command> [--help]
   audit verify [--public-key file] [--file export.ndjson] [--nats-url url] [--partition p]   replay, compare views, check the signed chain
   audit keygen                key pair for signing audit checkpoints
   status                      streams, consumers, buckets, projector lag, jobs by status
-  index rebuild               recreate the search index from the event stream (refused while an indexer runs)
+  index rebuild               recreate the search index from the event stream (by the running indexer, if one runs)
   jobs <list|show|cancel|retry> ...             find and steer jobs through the operator API
   callbacks failed [--where k=v]...             failed callbacks, through the operator API
   callbacks redeliver --where k=v... [--dry-run] [--yes]   redeliver in bulk, through the operator API
@@ -103,7 +103,7 @@ const SPECS = {
   },
   "index rebuild": {
     usage:
-      "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again, holding the indexer's lease (refused while an indexer runs: stop it first; needs the config file)",
+      "usage: switchyard index rebuild\n\n  empties the search index and folds the whole events stream into it again (needs the config file).\n  No indexer running: this command folds, holding the indexer's lease. An indexer running: that indexer\n  rebuilds, and this command follows it to the end; the job views go on meanwhile.",
   },
   migrate: {
     usage:

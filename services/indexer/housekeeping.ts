@@ -15,12 +15,16 @@ export interface IndexPartitionState {
   readonly partition: number;
   /** The model leads (its lease held) and has opened its position. */
   holding(): boolean;
+  /** Its epoch from the store's claim (IndexStore.claim). */
+  owner(): number;
   /** When it last wrote its position (a round or a heartbeat), epoch ms. */
   lastWriteMs(): number;
   /** Its consumer's pending count at its last round. */
   pending(): number;
   /** A heartbeat wrote its position at `at`. */
   beaten(at: number): void;
+  /** Its heartbeat was refused: the index was reset, or another indexer claimed it since. */
+  fenced(): void;
 }
 
 /** The partitions whose position is older than the heartbeat and that this process leads. */
@@ -32,7 +36,7 @@ export function dueBeats(
   const due: IndexBeat[] = [];
   for (const p of partitions) {
     if (p.holding() && now - p.lastWriteMs() >= everyMs) {
-      due.push({ partition: p.partition, pending: p.pending() });
+      due.push({ partition: p.partition, owner: p.owner(), pending: p.pending() });
     }
   }
   return due.sort((a, b) => a.partition - b.partition);
@@ -69,8 +73,12 @@ export function createIndexHousekeeping(deps: {
   const beat = async (now: number) => {
     const due = dueBeats(partitions.values(), now);
     if (due.length === 0) return;
-    await store.heartbeat(due, now);
-    for (const b of due) partitions.get(b.partition)?.beaten(now);
+    const refused = new Set(await store.heartbeat(due, now));
+    for (const b of due) {
+      const state = partitions.get(b.partition);
+      if (refused.has(b.partition)) state?.fenced();
+      else state?.beaten(now);
+    }
   };
 
   const prune = async (now: number) => {

@@ -152,6 +152,8 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
           "the index is of another events stream; rebuilding it",
         );
         await store.reset();
+        // The reset fenced every writer, this one too: it claims again.
+        owner = await store.claim(deps.partition);
         applied = 0;
         written = 0;
       }
@@ -171,6 +173,11 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
     settled: (state) => state.view !== null && isSettledView(state.view),
     write,
     holding: () => fence?.holding() === true,
+    owner: () => owner,
+    fenced() {
+      fence?.refused("the index was reset, or another indexer claimed it");
+      fence = undefined;
+    },
     lastWriteMs: () => lastWrite,
     pending: () => lastPending,
     beaten(at) {

@@ -40,6 +40,11 @@ export interface Fence {
   readonly partition: number;
   /** The lease is held (or the runner has none). Checked by the runner before writes and acks. */
   holding(): boolean;
+  /**
+   * The model's store refused this runner outside a write (an idle heartbeat): it stops and
+   * leads again, as after a write that threw {@link ProjectionFencedError}.
+   */
+  refused(reason: string): void;
 }
 
 /** One round's due jobs, handed to {@link ReadModel.write}. */

@@ -66,7 +66,17 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
   const { logger, model, pace, slot } = deps;
   const { durable, partition } = slot;
   const leading = () => slot.lease === undefined || slot.lease.holding();
-  const fence: Fence = { partition, holding: leading };
+  const fence: Fence = {
+    partition,
+    holding: leading,
+    refused: (reason) => {
+      logger.warn(
+        { ...log, err: reason, retry_ms: FENCED_LEAD_AGAIN_MS },
+        `${model.name} fenced; leads again if it still holds the lease`,
+      );
+      leadAgainInTurn();
+    },
+  };
   const log = { durable, partition };
   const registry = deps.feeds?.registry;
   const role = deps.feeds?.role;
@@ -93,13 +103,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     fence,
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
     roomMade: () => own?.roomMade(),
-    fenced: (err) => {
-      logger.warn(
-        { ...log, err: err.message, retry_ms: FENCED_LEAD_AGAIN_MS },
-        `${model.name} fenced; leads again if it still holds the lease`,
-      );
-      leadAgainInTurn();
-    },
+    fenced: (err) => fence.refused(err.message),
   });
 
   /** Hosts: each delivery goes to its own lane and to every follower that keeps up. */
@@ -260,8 +264,15 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     });
   };
 
+  /** A lead again is queued and not started yet: a second refusal meanwhile changes nothing. */
+  let leadAgainQueued = false;
   const leadAgainInTurn = () => {
-    serially(leadAgain).catch((err: unknown) => {
+    if (leadAgainQueued) return;
+    leadAgainQueued = true;
+    serially(() => {
+      leadAgainQueued = false;
+      return leadAgain();
+    }).catch((err: unknown) => {
       logger.error({ ...log, err: (err as Error).message }, `${model.name} lead again failed`);
     });
   };

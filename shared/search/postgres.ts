@@ -6,6 +6,7 @@ import {
   claimSql,
   countSql,
   countsSql,
+  FENCE_EVERY_WRITER_SQL,
   highestSeq,
   Params,
   POSITION_SQL,
@@ -139,13 +140,21 @@ export function openPostgresIndex(
       return positionOfRows(await rows(POSITION_SQL, []), partition);
     },
     async heartbeat(beats, nowMs) {
-      if (beats.length === 0) return;
-      // One statement for every partition: (id, pending) pairs from $2 on.
-      const values = beats.map((_, i) => `($${2 * i + 2}::int, $${2 * i + 3}::bigint)`).join(", ");
-      await rows(
-        `UPDATE sy_index_meta AS m SET pending = v.pending, updated_ms = $1 FROM (VALUES ${values}) AS v(id, pending) WHERE m.id = v.id`,
-        [nowMs, ...beats.flatMap((b) => [partitionRow(b.partition), b.pending])],
+      if (beats.length === 0) return [];
+      // One statement for every partition: (id, owner, pending) triples from $2 on. Only beats of
+      // the current epoch move their position; the ids of those come back.
+      const values = beats
+        .map((_, i) => `($${3 * i + 2}::int, $${3 * i + 3}::bigint, $${3 * i + 4}::bigint)`)
+        .join(", ");
+      const live = await rows(
+        `WITH v(id, owner, pending) AS (VALUES ${values}),
+        live AS (SELECT v.id, v.pending FROM v JOIN sy_index_owner o ON o.id = v.id AND o.epoch = v.owner),
+        moved AS (UPDATE sy_index_meta AS m SET pending = live.pending, updated_ms = $1 FROM live WHERE m.id = live.id)
+        SELECT id FROM live`,
+        [nowMs, ...beats.flatMap((b) => [partitionRow(b.partition), b.owner, b.pending])],
       );
+      const current = new Set(live.map((r) => Number(r.id)));
+      return beats.filter((b) => !current.has(partitionRow(b.partition))).map((b) => b.partition);
     },
     async page(query) {
       const { sql: text, params } = pageSql("postgres", query);
@@ -195,6 +204,9 @@ export function openPostgresIndex(
     },
     async reset() {
       await sql.begin(async (tx) => {
+        // First: it waits for a write holding its owner row, and the writes after it see the new
+        // epoch and are refused.
+        await tx.unsafe(FENCE_EVERY_WRITER_SQL);
         await tx.unsafe("TRUNCATE sy_jobs, sy_job_counts, sy_index_meta");
       });
     },

@@ -272,5 +272,11 @@ export function perMinuteSql(
   };
 }
 
+/**
+ * Part of every reset: a new epoch for every partition's writer, so an indexer writing now is
+ * refused at its next write (it then leads again, from the emptied index).
+ */
+export const FENCE_EVERY_WRITER_SQL = "UPDATE sy_index_owner SET epoch = epoch + 1";
+
 export const claimSql = (dialect: Dialect): string =>
   `INSERT INTO sy_index_owner (id, epoch) VALUES (${dialect === "sqlite" ? "?" : "$1"}, 1) ON CONFLICT (id) DO UPDATE SET epoch = sy_index_owner.epoch + 1 RETURNING epoch`;

@@ -8,6 +8,7 @@ import {
   claimSql,
   countSql,
   countsSql,
+  FENCE_EVERY_WRITER_SQL,
   highestSeq,
   POSITION_SQL,
   pageSql,
@@ -114,9 +115,17 @@ export function openSqliteIndex(path: string): IndexStore {
     },
     async heartbeat(beats, nowMs) {
       const beat = db.query("UPDATE sy_index_meta SET pending = ?, updated_ms = ? WHERE id = ?");
+      const owner = db.query("SELECT epoch FROM sy_index_owner WHERE id = ?");
+      const refused: number[] = [];
       db.transaction(() => {
-        for (const b of beats) beat.run(b.pending, nowMs, partitionRow(b.partition));
+        for (const b of beats) {
+          const id = partitionRow(b.partition);
+          const current = Number((owner.get(id) as { epoch: number } | null)?.epoch ?? 0);
+          if (current === b.owner) beat.run(b.pending, nowMs, id);
+          else refused.push(b.partition);
+        }
       })();
+      return refused;
     },
     async page(query): Promise<Page> {
       const { sql, params } = pageSql("sqlite", query);
@@ -172,6 +181,7 @@ export function openSqliteIndex(path: string): IndexStore {
     },
     async reset() {
       db.transaction(() => {
+        db.exec(FENCE_EVERY_WRITER_SQL);
         db.exec("DELETE FROM sy_jobs");
         db.exec("DELETE FROM sy_job_counts");
         db.exec("DELETE FROM sy_index_meta");

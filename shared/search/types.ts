@@ -85,6 +85,8 @@ export interface IndexPosition {
 /** One partition's heartbeat: its consumer's pending count at its last round. */
 export interface IndexBeat {
   readonly partition: number;
+  /** The writer's epoch from claim(): a beat of an older epoch is refused like a write. */
+  readonly owner: number;
   readonly pending: number;
 }
 
@@ -146,9 +148,11 @@ export interface IndexStore {
   position(partition?: number): Promise<StoredPosition>;
   /**
    * Only moves updated_ms and pending of each partition named, in one write: the indexer's
-   * heartbeat while idle, for every partition a process holds at once.
+   * heartbeat while idle, for every partition a process holds at once. Answers the partitions
+   * whose beat was refused (claimed or reset since its owner's claim), so that an idle indexer
+   * learns it was fenced without waiting for its next write.
    */
-  heartbeat(beats: readonly IndexBeat[], nowMs: number): Promise<void>;
+  heartbeat(beats: readonly IndexBeat[], nowMs: number): Promise<readonly number[]>;
   page(query: PageQuery): Promise<Page>;
   /** How many jobs match (for a bulk action's dry run), counting at most `cap` + 1. */
   count(filter: JobFilter, cap: number): Promise<number>;
@@ -161,7 +165,10 @@ export interface IndexStore {
   prune(beforeMs: number): Promise<number>;
   /** Refreshes the query planner's statistics (after a rebuild, and hourly by the indexer). */
   optimize(): Promise<void>;
-  /** Empties the index (`switchyard index rebuild`). */
+  /**
+   * Empties the index and fences every writer in one transaction (`switchyard index rebuild`): an
+   * indexer writing now is refused at its next write, leads again and rebuilds from the start.
+   */
   reset(): Promise<void>;
   close(): Promise<void>;
 }

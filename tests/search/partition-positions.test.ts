@@ -61,14 +61,16 @@ for (const [engine, open] of INDEX_ENGINES) {
       expect(await store.position(1)).toMatchObject({ appliedSeq: 0, stream: "" });
       // The whole index: pending summed, as fresh as the oldest partition.
       expect(await store.position()).toMatchObject({ pending: 7, updatedMs: 1_000 });
-      await store.heartbeat([{ partition: 2, pending: 0 }], 9_000);
+      expect(await store.heartbeat([{ partition: 2, owner: owner2, pending: 0 }], 9_000)).toEqual(
+        [],
+      );
       expect(await store.position(2)).toMatchObject({ pending: 0, updatedMs: 9_000 });
       expect(await store.position(0)).toMatchObject({ pending: 3, updatedMs: 2_000 });
       // Every partition a process holds in one write.
       await store.heartbeat(
         [
-          { partition: 0, pending: 1 },
-          { partition: 2, pending: 2 },
+          { partition: 0, owner: owner0, pending: 1 },
+          { partition: 2, owner: owner2, pending: 2 },
         ],
         10_000,
       );

@@ -95,7 +95,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         stream: "s1",
         writtenSeq: 60,
       });
-      await store.heartbeat([{ partition: 0, pending: 0 }], 5678);
+      expect(await store.heartbeat([{ partition: 0, owner, pending: 0 }], 5678)).toEqual([]);
       expect(await store.position()).toEqual({
         appliedSeq: 60,
         pending: 0,
@@ -302,6 +302,23 @@ for (const [engine, open] of INDEX_ENGINES) {
       await store.reset();
       expect(await store.count({}, 1000)).toBe(0);
       expect((await store.position()).appliedSeq).toBe(0);
+    });
+
+    test("a reset fences the writer: its writes and heartbeats are refused until it claims again", async () => {
+      const position = { appliedSeq: 70, pending: 0, updatedMs: 1, stream: "s1" };
+      const write = { rows: [{ view: view(70), tenant: undefined }], counts: [], position };
+      owner = await store.claim();
+      await store.apply({ ...write, owner });
+      expect(await store.count({}, 1000)).toBe(1);
+      await store.reset();
+      expect(store.apply({ ...write, owner })).rejects.toBeInstanceOf(IndexFencedError);
+      expect(await store.heartbeat([{ partition: 0, owner, pending: 0 }], 2)).toEqual([0]);
+      expect(await store.count({}, 1000)).toBe(0);
+      expect((await store.position()).appliedSeq).toBe(0);
+      owner = await store.claim();
+      expect(await store.heartbeat([{ partition: 0, owner, pending: 0 }], 3)).toEqual([]);
+      await store.apply({ ...write, owner });
+      expect(await store.count({}, 1000)).toBe(1);
     });
   });
 }

@@ -104,9 +104,11 @@ describe("index heartbeats", () => {
   ): IndexPartitionState => ({
     partition: p,
     holding: () => state.holding,
+    owner: () => 10 + p,
     lastWriteMs: () => state.lastWriteMs,
     pending: () => state.pending ?? 0,
     beaten: () => {},
+    fenced: () => {},
   });
 
   test("every led partition whose position is older than the heartbeat, in one write", () => {
@@ -121,8 +123,8 @@ describe("index heartbeats", () => {
       5_000,
     );
     expect(beats).toEqual([
-      { partition: 1, pending: 0 },
-      { partition: 3, pending: 7 },
+      { partition: 1, owner: 11, pending: 0 },
+      { partition: 3, owner: 13, pending: 7 },
     ]);
   });
 

@@ -1,0 +1,108 @@
+/**
+ * `switchyard index rebuild` under running indexers at P = 2, with runs arriving throughout: the
+ * reset fences each partition's indexer at its next write, each leads again from the empty
+ * position and folds its stream from the start, and the rebuild ends once every partition has
+ * reached the stream's end as it was at the reset. Afterwards every job has one row, equal to its
+ * view, and the per-minute counts add up to the jobs (none counted twice).
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { rebuildIndex } from "../../services/indexer/index.ts";
+import { createLogger } from "../../shared/log/index.ts";
+import { type IndexStore, openIndexStore } from "../../shared/search/index.ts";
+import { startHub, type TestHub } from "../helpers/hub.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+const TOKEN = "acme-token-0123456789abcdef";
+const CLIENT = { id: "acme", token: TOKEN, routes: ["demo.*"] };
+const BEFORE = 60;
+
+let hub: TestHub;
+let store: IndexStore;
+
+beforeAll(async () => {
+  hub = await startHub({ clients: [CLIENT], natsOptions: { partitions: 2 } });
+  store = await openIndexStore(hub.config.index);
+});
+afterAll(async () => {
+  await store?.close();
+  await hub?.stop();
+});
+
+const submit = async (requestId: string) => {
+  const res = await hub.run({ request_id: requestId, route: "demo.echo", input: "x" }, TOKEN);
+  expect(res.status).toBe(202);
+  return ((await res.json()) as { job_id: string }).job_id;
+};
+
+const viewOf = async (jobId: string) =>
+  (await (await hub.request(`/jobs/${jobId}`, { token: TOKEN })).json()) as {
+    status: string;
+    updated_at: string;
+  };
+
+test("the running indexers rebuild every partition while runs arrive; each job has one row equal to its view and is counted once", async () => {
+  const ids: string[] = [];
+  for (let i = 0; i < BEFORE; i++) ids.push(await submit(`before-${i}`));
+  await waitFor("every job indexed", async () => (await store.count({}, 10_000)) === BEFORE);
+
+  // Runs keep arriving during the rebuild: the indexers are fenced by a write, not a heartbeat.
+  let arriving = true;
+  const during = (async () => {
+    for (let i = 0; arriving; i++) {
+      ids.push(await submit(`during-${i}`));
+      await Bun.sleep(20);
+    }
+  })();
+  const progress: [number, number][] = [];
+  const notices: string[] = [];
+  const { hub: connection } = hub.running;
+  const result = await rebuildIndex({
+    nc: connection.nc,
+    js: connection.js,
+    jsm: connection.jsm,
+    layout: connection.layout,
+    store,
+    logger: createLogger({ level: "warn", service: "test" }),
+    runningIndexer: (detail) => notices.push(detail),
+    progress: (done, total) => progress.push([done, total]),
+  });
+  arriving = false;
+  await during;
+
+  expect(result.by).toBe("indexer");
+  expect(notices).toHaveLength(1);
+  expect(notices[0]).toContain("partition 0 is claimed by");
+  const total = progress.at(-1)?.[1] ?? 0;
+  expect(total).toBeGreaterThanOrEqual(BEFORE * 2);
+  expect(progress.at(-1)?.[0]).toBe(total);
+  expect(result.events).toBe(total);
+  const fenced = hub.logs().split("indexer fenced; leads again if it still holds the lease");
+  expect(fenced.length - 1).toBeGreaterThanOrEqual(2); // both partitions
+
+  await waitFor(
+    "every job indexed again",
+    async () => (await store.count({}, 10_000)) === ids.length,
+    {
+      timeoutMs: 20_000,
+    },
+  );
+  const rows = new Map<string, { status: string; updated_at: string }>();
+  for await (const view of store.scan(100)) rows.set(view.job_id, view);
+  expect(rows.size).toBe(ids.length);
+  for (const id of ids) {
+    await waitFor(`${id} done`, async () => (await viewOf(id)).status === "done");
+    const view = await viewOf(id);
+    expect({ id, ...rows.get(id) }).toMatchObject({
+      id,
+      status: view.status,
+      updated_at: view.updated_at,
+    });
+  }
+  const minute = Math.floor(Date.now() / 60_000);
+  const counts = await store.counts({
+    kind: "created",
+    fromMinute: minute - 5,
+    toMinute: minute + 5,
+  });
+  expect(counts.reduce((sum, c) => sum + c.count, 0)).toBe(ids.length);
+}, 90_000);
