@@ -38,6 +38,14 @@ function isTransient(err: unknown): boolean {
   return false;
 }
 
+/** True when the error, or one it wraps, is NATS's "no responders": nothing listens on the subject. */
+export function isNoResponders(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof NoRespondersError) return true;
+  }
+  return false;
+}
+
 /**
  * Throws 503 `unavailable` (Retry-After 2) at once while NATS is known to be away, so a handler
  * does not wait for nats.js's request timeout to learn what the connection status already says.

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import { isJsError } from "./js-errors.ts";
+import { retryWhileSettingUp } from "./streams.ts";
 import { TOPOLOGY } from "./topology-names.ts";
 
 export interface MetaSecretOptions {
@@ -29,7 +30,8 @@ export async function loadMetaSecret(meta: KV, options: MetaSecretOptions): Prom
   const existing = await read();
   if (existing) return existing;
   try {
-    await meta.create(options.key, randomBytes(options.bytes ?? 32).toString("base64"));
+    const secret = randomBytes(options.bytes ?? 32).toString("base64");
+    await retryWhileSettingUp(() => meta.create(options.key, secret));
   } catch (err) {
     // Lost the creation race to another replica: its value is the one to use.
     if (!isJsError(err, "wrongLastSequence")) throw err;

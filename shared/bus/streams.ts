@@ -1,4 +1,5 @@
 import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
+import { isNoResponders } from "./errors.ts";
 import { isJsError } from "./js-errors.ts";
 
 const ATTEMPTS = 4;
@@ -18,6 +19,25 @@ export async function retryCreationRace<T>(create: () => Promise<T>): Promise<T>
     } catch (err) {
       const raced = isJsError(err, "streamSubjectOverlap", "streamNameInUse");
       if (!raced || attempt >= ATTEMPTS) throw err;
+      await Bun.sleep(RETRY_MS * attempt);
+    }
+  }
+}
+
+/**
+ * Runs a start-up write to a stream or bucket that another process may be creating at the same
+ * moment. nats-server 2.9.10 can answer a concurrent create of the same stream (this process's)
+ * before the first one has it listening on its subjects, so a write right after finds "no
+ * responders" (CI saw it: a service's first write to `sy_meta`, every service starting at once on
+ * a fresh store). A later attempt (100, 200, 300 ms on) finds the stream listening; a subject no
+ * stream takes fails every attempt and is thrown.
+ */
+export async function retryWhileSettingUp<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isNoResponders(err) || attempt >= ATTEMPTS) throw err;
       await Bun.sleep(RETRY_MS * attempt);
     }
   }

@@ -12,7 +12,7 @@ import { keepsByteLimitExactly } from "../nats/index.ts";
 import { createBucket } from "./buckets.ts";
 import { checkPartitions, readStorePartitions, recordStorePartitions } from "./store-partitions.ts";
 import { markStoreVersion, readStoreVersion, STORE_VERSION } from "./store-version.ts";
-import { ensureStream } from "./streams.ts";
+import { ensureStream, retryWhileSettingUp } from "./streams.ts";
 import { TOPOLOGY } from "./topology-names.ts";
 
 export { TOPOLOGY } from "./topology-names.ts";
@@ -79,7 +79,8 @@ async function storePartitions(meta: KV, fresh: boolean, configured: number): Pr
   const stored = await readStorePartitions(meta);
   if (stored !== undefined) return checkPartitions(configured, stored);
   if (!fresh) return checkPartitions(configured, 1);
-  return checkPartitions(configured, await recordStorePartitions(meta, configured));
+  const recorded = await retryWhileSettingUp(() => recordStorePartitions(meta, configured));
+  return checkPartitions(configured, recorded);
 }
 
 /**
@@ -111,7 +112,8 @@ export async function ensureTopology<L extends PartitionNames>(
     allow_direct: false,
   });
   const found = await readStoreVersion(jsm, meta);
-  if (found === "fresh") await markStoreVersion(meta);
+  // The first writes of a process: sy_meta may still be being set up by another one's create.
+  if (found === "fresh") await retryWhileSettingUp(() => markStoreVersion(meta));
   const layout = options.layoutOf(
     await storePartitions(meta, found === "fresh", options.partitions),
   );
