@@ -61,7 +61,8 @@ export async function rebuildIndex(deps: IndexRebuildDeps): Promise<IndexRebuilt
       try {
         leases.push(await takeRebuildLease({ ...deps, group: "indexer", partition }));
       } catch (err) {
-        if (!(err instanceof ReadModelRunningError)) throw err;
+        // Another rebuild holds the lease: refused, as before (it folds into the same index).
+        if (!(err instanceof ReadModelRunningError) || err.rebuilding) throw err;
         for (const lease of leases.splice(0)) await lease.release();
         deps.runningIndexer?.(err.detail);
         return await rebuildByRunningIndexer(deps);

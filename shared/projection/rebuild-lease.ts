@@ -47,6 +47,8 @@ export class ReadModelRunningError extends Error {
   constructor(
     readonly group: RebuildGroup,
     readonly detail: string,
+    /** The holder is another rebuild of the same read model, not a replica. */
+    readonly rebuilding = false,
   ) {
     const running = RUNNING[group];
     super(
@@ -79,6 +81,9 @@ export interface RebuildLease {
   /** Releases the lease at once: a standby replica takes over from the rebuilt durable. */
   release(): Promise<void>;
 }
+
+/** How a rebuild's lease record ends its holder, e.g. `host/42 (indexer rebuild)`. */
+const rebuildMark = (group: RebuildGroup) => ` (${group} rebuild)`;
 
 async function holderOf(kv: KV, key: string): Promise<string> {
   const entry = await kv.get(key).catch(() => null);
@@ -136,7 +141,7 @@ export async function takeRebuildLease(deps: {
   const lease = createLease({
     kv,
     key,
-    holder: `${hostname()}/${process.pid} (${group} rebuild)`,
+    holder: `${hostname()}/${process.pid}${rebuildMark(group)}`,
     logger: deps.logger,
   });
   await lease.start({
@@ -149,9 +154,11 @@ export async function takeRebuildLease(deps: {
   });
   if (!lease.holding()) {
     await lease.stop(); // one attempt only: a rebuild does not wait in line
+    const holder = await holderOf(kv, key);
     throw new ReadModelRunningError(
       group,
-      `the ${group} lease is held by ${await holderOf(kv, key)}`,
+      `the ${group} lease is held by ${holder}`,
+      holder.endsWith(rebuildMark(group)),
     );
   }
   const claimHolder =

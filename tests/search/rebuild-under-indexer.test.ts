@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rebuildIndex } from "../../services/indexer/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
+import { ReadModelRunningError, takeRebuildLease } from "../../shared/projection/index.ts";
 import { type IndexStore, openIndexStore } from "../../shared/search/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -106,3 +107,42 @@ test("the running indexers rebuild every partition while runs arrive; each job h
   });
   expect(counts.reduce((sum, c) => sum + c.count, 0)).toBe(ids.length);
 }, 90_000);
+
+test("while another rebuild holds the indexer's lease, a rebuild is refused and empties nothing", async () => {
+  // A hub of one partition without an indexer: the lease key is free for the first rebuild.
+  await using other = await startHub({ clients: [CLIENT], services: ["ingress", "executor"] });
+  const otherStore = await openIndexStore(other.config.index);
+  const logger = createLogger({ level: "warn", service: "test" });
+  const { hub: connection } = other.running;
+  try {
+    const owner = await otherStore.claim(0);
+    const at = new Date().toISOString();
+    const position = { appliedSeq: 2, pending: 0, updatedMs: 1, stream: "s" };
+    const view = {
+      job_id: "job_0000000000000000000001",
+      client_id: "acme",
+      request_id: "seed",
+      route: "demo.echo",
+      status: "done" as const,
+      created_at: at,
+      updated_at: at,
+      fingerprint: "f".repeat(64),
+      seq: 2,
+    };
+    await otherStore.apply({ owner, rows: [{ view, tenant: undefined }], counts: [], position });
+    const first = await takeRebuildLease({ ...connection, group: "indexer", partition: 0, logger });
+    try {
+      const refused = await rebuildIndex({ ...connection, store: otherStore, logger }).catch(
+        (e: unknown) => e,
+      );
+      expect(refused).toBeInstanceOf(ReadModelRunningError);
+      expect((refused as ReadModelRunningError).rebuilding).toBe(true);
+      expect((refused as Error).message).toContain("(indexer rebuild)");
+      expect(await otherStore.count({}, 10)).toBe(1);
+    } finally {
+      await first.release();
+    }
+  } finally {
+    await otherStore.close();
+  }
+}, 30_000);
