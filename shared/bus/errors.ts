@@ -18,32 +18,34 @@ const STORAGE_FULL = [
   "streamLimitsExceeded",
 ] as const;
 
+/** True when the error or one it wraps (five deep at most) passes `test`. */
+function someCause(err: unknown, test: (e: Error) => boolean): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (test(e)) return true;
+  }
+  return false;
+}
+
 /**
  * True when the error, or one it wraps, is a connection-level NATS failure. During a leader
  * election a cluster answers "no responders", which nats.js wraps in a JetStreamNotEnabled error
  * (not exported); the wrapped RequestError is what identifies it.
  */
 function isTransient(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (
+  return someCause(
+    err,
+    (e) =>
       e instanceof TimeoutError ||
       e instanceof NoRespondersError ||
       e instanceof ClosedConnectionError ||
       e instanceof DrainingConnectionError ||
-      e instanceof RequestError
-    ) {
-      return true;
-    }
-  }
-  return false;
+      e instanceof RequestError,
+  );
 }
 
 /** True when the error, or one it wraps, is NATS's "no responders": nothing listens on the subject. */
 export function isNoResponders(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (e instanceof NoRespondersError) return true;
-  }
-  return false;
+  return someCause(err, (e) => e instanceof NoRespondersError);
 }
 
 /**
