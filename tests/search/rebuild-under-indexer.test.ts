@@ -3,14 +3,15 @@
  * reset fences each partition's indexer at its next write, each leads again from the empty
  * position and folds its stream from the start, and the rebuild ends once every partition has
  * reached the stream's end as it was at the reset. Afterwards every job has one row, equal to its
- * view, and the per-minute counts add up to the jobs (none counted twice).
+ * view, and the per-minute counts add up to the jobs (none counted twice). On both index engines.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rebuildIndex } from "../../services/indexer/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { ReadModelRunningError, takeRebuildLease } from "../../shared/projection/index.ts";
 import { type IndexStore, openIndexStore } from "../../shared/search/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
+import { createTestDatabase, type TestDatabase } from "../helpers/postgres.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const TOKEN = "acme-token-0123456789abcdef";
@@ -19,15 +20,6 @@ const BEFORE = 60;
 
 let hub: TestHub;
 let store: IndexStore;
-
-beforeAll(async () => {
-  hub = await startHub({ clients: [CLIENT], natsOptions: { partitions: 2 } });
-  store = await openIndexStore(hub.config.index);
-});
-afterAll(async () => {
-  await store?.close();
-  await hub?.stop();
-});
 
 const submit = async (requestId: string) => {
   const res = await hub.run({ request_id: requestId, route: "demo.echo", input: "x" }, TOKEN);
@@ -41,7 +33,27 @@ const viewOf = async (jobId: string) =>
     updated_at: string;
   };
 
-test("the running indexers rebuild every partition while runs arrive; each job has one row equal to its view and is counted once", async () => {
+describe.each(["sqlite", "postgres"] as const)("on %s", (engine) => {
+  let db: TestDatabase | undefined;
+
+  beforeAll(async () => {
+    if (engine === "postgres") db = await createTestDatabase("sy_rebuild");
+    const yaml = db ? `index: { backend: postgres, postgres_url: "${db.url}" }` : "";
+    hub = await startHub({ clients: [CLIENT], yaml, natsOptions: { partitions: 2 } });
+    store = await openIndexStore(hub.config.index);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await hub?.stop();
+    await db?.drop();
+  }, 60_000);
+
+  test("the running indexers rebuild every partition while runs arrive; each job has one row equal to its view and is counted once", async () => {
+    await rebuildWhileRunsArrive();
+  }, 90_000);
+});
+
+async function rebuildWhileRunsArrive(): Promise<void> {
   const ids: string[] = [];
   for (let i = 0; i < BEFORE; i++) ids.push(await submit(`before-${i}`));
   await waitFor("every job indexed", async () => (await store.count({}, 10_000)) === BEFORE);
@@ -106,7 +118,7 @@ test("the running indexers rebuild every partition while runs arrive; each job h
     toMinute: minute + 5,
   });
   expect(counts.reduce((sum, c) => sum + c.count, 0)).toBe(ids.length);
-}, 90_000);
+}
 
 test("while another rebuild holds the indexer's lease, a rebuild is refused and empties nothing", async () => {
   // A hub of one partition without an indexer: the lease key is free for the first rebuild.
