@@ -2,18 +2,25 @@
  * CPU per row of the search index's write path (issue 16's "without raising its CPU per job by
  * more than 15%"): the indexer's transactions as the e2e closed loop makes them (125 settled jobs
  * a round with random job ids, three count rows, the position), on SQLite, after a prefill.
- * Prints one JSON line: user and system CPU µs per row. Used to choose the index's b-trees and
+ * Request ids are random UUIDs, as callers make them ('"requestIds": "sequential"' for bench-0,
+ * bench-1, ...). Prints one JSON line: user and system CPU µs per row. Used to choose the index's b-trees and
  * checkpoint interval (docs/performance.md, "The search index"):
  *   bun bench/index-write.ts '{"prefill":100000,"rows":50000}'
  */
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JobView } from "../shared/domain/index.ts";
 import { type CountDelta, openSqliteIndex } from "../shared/search/index.ts";
 
-const spec = { prefill: 100_000, rows: 50_000, batch: 125, ...JSON.parse(process.argv[2] ?? "{}") };
+const spec = {
+  prefill: 100_000,
+  rows: 50_000,
+  batch: 125,
+  requestIds: "uuid",
+  ...JSON.parse(process.argv[2] ?? "{}"),
+};
 
 /** A settled echo job as the projector folds it: done, callback delivered. */
 function settledJob(n: number): JobView {
@@ -21,7 +28,7 @@ function settledJob(n: number): JobView {
   return {
     job_id: `job_${randomBytes(17).toString("base64url").slice(0, 22)}`,
     client_id: "acme",
-    request_id: `bench-${n}`,
+    request_id: spec.requestIds === "sequential" ? `bench-${n}` : randomUUID(),
     route: "bench.echo",
     status: "done",
     created_at: at,
@@ -76,6 +83,7 @@ try {
       prefill: spec.prefill,
       rows: spec.rows,
       batch: spec.batch,
+      requestIds: spec.requestIds,
       cpuUsPerRow: per(cpu.user + cpu.system),
       userUsPerRow: per(cpu.user),
       systemUsPerRow: per(cpu.system),

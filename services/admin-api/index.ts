@@ -10,7 +10,7 @@ import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import type { JobRef } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import type { IndexStore } from "../../shared/search/index.ts";
+import { type IndexStore, withRequestIdLookup } from "../../shared/search/index.ts";
 import { ADMIN_PREFIX, operatorSurface } from "./app.ts";
 import {
   type CredentialCheck,
@@ -66,7 +66,7 @@ export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
     natsConnected: hub.connected,
     config,
     routes: createRouteTable(config),
-    ...(deps.store ? { store: deps.store } : {}),
+    ...(deps.store ? { store: withRequestIdLookup(deps.store, deps.deriveJobId) } : {}),
     auth,
     clock: deps.clock,
     ids: deps.ids,

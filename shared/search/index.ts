@@ -7,6 +7,7 @@ export * from "./cursor.ts";
 export * from "./open.ts";
 export * from "./params.ts";
 export { openPostgresIndex } from "./postgres.ts";
+export { withRequestIdLookup } from "./request-lookup.ts";
 export { openSqliteIndex } from "./sqlite.ts";
 export * from "./types.ts";
 export { readsAnswerUnavailable } from "./unavailable.ts";

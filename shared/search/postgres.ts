@@ -2,6 +2,7 @@ import { SQL } from "bun";
 import type { JobView } from "../domain/index.ts";
 import { jobViewCodec } from "../jobs/index.ts";
 import {
+  CLIENTS_SQL,
   COUNT_UPSERT_TAIL,
   claimSql,
   countSql,
@@ -175,6 +176,9 @@ export function openPostgresIndex(
         status: String(r.status),
         count: Number(r.n),
       }));
+    },
+    async clients() {
+      return (await rows(CLIENTS_SQL, [])).map((r) => String(r.client_id));
     },
     async perMinute(query) {
       const { sql: text, params } = perMinuteSql("postgres", query);

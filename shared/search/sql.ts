@@ -66,11 +66,13 @@ export const TABLES = [
   "CREATE INDEX IF NOT EXISTS sy_jobs_error ON sy_jobs (error_code, created_ms, job_id) WHERE error_code IS NOT NULL",
   "CREATE INDEX IF NOT EXISTS sy_jobs_tenant ON sy_jobs (tenant, created_ms, job_id) WHERE tenant IS NOT NULL",
   "CREATE INDEX IF NOT EXISTS sy_jobs_callback_failed ON sy_jobs (created_ms, job_id) WHERE callback_status = 'failed'",
-  "CREATE INDEX IF NOT EXISTS sy_jobs_request ON sy_jobs (request_id)",
   // A job id alone is found through the primary key with the clients listed (an operator's
-  // lookup, services/admin-api ownerOf). Job ids are keyed hashes: an index led by them took its
-  // insert at a random page, 15 of SQLite's 60 µs per row (bench/index-write.ts).
+  // lookup, services/admin-api ownerOf), and a request_id through the job id it names in each
+  // client (request-lookup.ts). Job ids are keyed hashes, and callers' request_ids often random:
+  // an index led by either took its insert at a random page, 15 of SQLite's 60 µs per row for
+  // job ids, 15 of 37 for UUID request_ids (bench/index-write.ts).
   "DROP INDEX IF EXISTS sy_jobs_job",
+  "DROP INDEX IF EXISTS sy_jobs_request",
 ] as const;
 
 /**
@@ -243,6 +245,10 @@ export function rowValues(view: JobView, tenant: string | undefined): unknown[] 
     jobViewCodec.toText(view),
   ];
 }
+
+/** Every client with a created count: the clients with indexed jobs (prune removes both). */
+export const CLIENTS_SQL =
+  "SELECT DISTINCT client_id FROM sy_job_counts WHERE kind = 'created' ORDER BY client_id";
 
 export const ROW_COLUMNS =
   "client_id, job_id, request_id, route, status, created_ms, updated_ms, error_code, tenant, callback_status, seq, view";

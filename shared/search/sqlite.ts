@@ -4,6 +4,7 @@ import { dirname } from "node:path";
 import type { JobView } from "../domain/index.ts";
 import { jobViewCodec } from "../jobs/index.ts";
 import {
+  CLIENTS_SQL,
   COUNT_UPSERT_TAIL,
   claimSql,
   countSql,
@@ -143,6 +144,9 @@ export function openSqliteIndex(path: string): IndexStore {
         status: r.status,
         count: Number(r.n),
       }));
+    },
+    async clients() {
+      return (db.query(CLIENTS_SQL).all() as { client_id: string }[]).map((r) => r.client_id);
     },
     async perMinute(query) {
       const { sql, params } = perMinuteSql("sqlite", query);

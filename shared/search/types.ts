@@ -157,6 +157,8 @@ export interface IndexStore {
   /** How many jobs match (for a bulk action's dry run), counting at most `cap` + 1. */
   count(filter: JobFilter, cap: number): Promise<number>;
   counts(query: CountQuery): Promise<CountRow[]>;
+  /** The clients with indexed jobs (each indexed job has a created count), in id order. */
+  clients(): Promise<string[]>;
   /** Totals per minute of the window (minutes without jobs are absent). */
   perMinute(query: CountQuery): Promise<Map<number, number>>;
   /** Every indexed view in key order, for `audit verify`. */

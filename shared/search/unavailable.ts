@@ -2,7 +2,7 @@ import { SwitchyardError, UnavailableError } from "../errors/index.ts";
 import type { IndexStore } from "./types.ts";
 
 /** What the API reads from the index; a failure of any of them means the index cannot answer. */
-const API_READS = ["load", "position", "page", "count", "counts", "perMinute"] as const;
+const API_READS = ["load", "position", "page", "count", "counts", "clients", "perMinute"] as const;
 
 /**
  * The index as the APIs read it: a backend that fails a read (PostgreSQL down, a connection

@@ -1,13 +1,15 @@
 /**
  * How SQLite answers the index's lookups (the planner's choice, checked with EXPLAIN QUERY PLAN
- * on a migrated index). A job id alone has no index of its own (each one cost the indexer a
- * random-page insert per job): the operator API's lookup lists the clients and uses the key.
+ * on a migrated index). Neither a job id nor a request_id has an index of its own (each one cost
+ * the indexer a random-page insert per job): the operator API's lookups list the clients and use
+ * the key (a request_id through the job id it names in each client, request-lookup.ts).
  */
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { JobFilter } from "../../shared/search/index.ts";
 import { openSqliteIndex } from "../../shared/search/index.ts";
 import { pageSql } from "../../shared/search/sql.ts";
 
@@ -20,20 +22,24 @@ const indexes = (db: Database) =>
   );
 
 describe("the index's query plans on SQLite", () => {
-  test("an index migrated from one with the job-id index loses it; the others stay", async () => {
+  test("an index migrated from one with the job-id and request-id indexes loses them; the others stay", async () => {
     const path = join(dir, "old.db");
     const first = openSqliteIndex(path);
     await first.migrate();
     await first.close();
     const old = new Database(path);
-    old.exec("CREATE INDEX sy_jobs_job ON sy_jobs (job_id)"); // what earlier versions created
+    // What earlier versions created.
+    old.exec("CREATE INDEX sy_jobs_job ON sy_jobs (job_id)");
+    old.exec("CREATE INDEX sy_jobs_request ON sy_jobs (request_id)");
     old.close();
     const store = openSqliteIndex(path);
     await store.migrate();
     await store.close();
     const db = new Database(path);
     expect(indexes(db)).not.toContain("sy_jobs_job");
+    expect(indexes(db)).not.toContain("sy_jobs_request");
     expect(indexes(db)).toContain("sqlite_autoindex_sy_jobs_1");
+    expect(indexes(db)).toContain("sy_jobs_client_status");
     db.close();
   });
 
@@ -70,22 +76,26 @@ describe("the index's query plans on SQLite", () => {
     await migrated.close();
   });
 
-  test("a job id with the clients listed is a primary-key search, not a scan", async () => {
-    const path = join(dir, "plan.db");
+  const planOf = async (name: string, filter: JobFilter) => {
+    const path = join(dir, name);
     const store = openSqliteIndex(path);
     await store.migrate();
     await store.optimize();
     await store.close();
-    const { sql, params } = pageSql("sqlite", {
-      filter: { clientIds: ["acme", "globex"], jobIds: ["job_AAAAAAAAAAAAAAAAAAAAAA"] },
-      limit: 1,
-    });
+    const { sql, params } = pageSql("sqlite", { filter, limit: 50 });
     const db = new Database(path);
     const plan = db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as {
       detail: string;
     }[];
     db.close();
-    const details = plan.map((p) => p.detail);
+    return plan.map((p) => p.detail);
+  };
+
+  test("a job id with the clients listed is a primary-key search, not a scan", async () => {
+    const details = await planOf("plan.db", {
+      clientIds: ["acme", "globex"],
+      jobIds: ["job_AAAAAAAAAAAAAAAAAAAAAA"],
+    });
     expect(
       details.some((d) =>
         /SEARCH sy_jobs USING INDEX sqlite_autoindex_sy_jobs_1 \(client_id=\? AND job_id=\?\)/.test(
@@ -94,5 +104,23 @@ describe("the index's query plans on SQLite", () => {
       ),
     ).toBe(true);
     expect(details.some((d) => d.startsWith("SCAN sy_jobs"))).toBe(false);
+  });
+
+  test("a request_id, with another filter, is a primary-key search per client", async () => {
+    // The filter withRequestIdLookup gives each client's query.
+    const details = await planOf("request-plan.db", {
+      clientIds: ["acme"],
+      jobIds: ["job_AAAAAAAAAAAAAAAAAAAAAA"],
+      requestId: "order-1234",
+      statuses: ["done"],
+      routes: ["billing.refund"],
+    });
+    expect(
+      details.some((d) =>
+        /SEARCH sy_jobs USING INDEX sqlite_autoindex_sy_jobs_1 \(client_id=\? AND job_id=\?\)/.test(
+          d,
+        ),
+      ),
+    ).toBe(true);
   });
 });
