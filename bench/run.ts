@@ -396,6 +396,9 @@ async function main() {
     results.peers[name] = peer.facts;
   }
 
+  const switchIndex = async (enabled: boolean) => {
+    procs.trackPid("read-models", await hub.restartReadModels(enabled));
+  };
   const ctx: BenchContext = {
     bun: BUN,
     procs,
@@ -408,6 +411,7 @@ async function main() {
     peers,
     log,
     notes: results.notes,
+    switchIndex,
   };
   // Start-up is not idle: the services' first 20–30 s hold their JIT compiles, first collections
   // and lease takeovers (sampled every 10 s, 2026-11-25: the hub used 0.017 cores in its first 10 s and about 0.007 from 30 s on).
@@ -453,9 +457,7 @@ async function main() {
       jobs: Number(env.BENCH_INDEX_E2E_JOBS ?? 20_000),
       pairs: Number(env.BENCH_INDEX_PAIRS ?? 3),
       queryJobs: Number(env.BENCH_INDEX_JOBS ?? 1_000_000),
-      restartReadModels: async (enabled) => {
-        procs.trackPid("read-models", await hub.restartReadModels(enabled));
-      },
+      restartReadModels: switchIndex,
     });
     results.notes.push("the index scenario ran last; its figures are in results.index");
   }

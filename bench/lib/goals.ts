@@ -33,6 +33,11 @@ export interface GoalInputs {
   /** Closed-loop e2e jobs per CPU-second of each whole system (phase incl. drain). */
   readonly e2eJobsPerCpuSec: PerSystem;
   readonly postPerSec: PerSystem;
+  /**
+   * The hub's POST /run with its search index off, measured in the same run: beside the POST
+   * goals, what the index's writes cost them.
+   */
+  readonly postWithoutIndexPerSec?: number;
   readonly getPerSec: PerSystem;
   readonly ingressToCeiling?: number;
   /** p99 submit → verified callback in the open loop, ms. */
@@ -88,6 +93,8 @@ export interface GoalRow {
   readonly floor?: FloorFigure;
   /** The split floor against the same target (ratio goals only). */
   readonly floorSplit?: FloorFigure;
+  /** The hub without its search index against the same target (the POST goals). */
+  readonly withoutIndex?: FloorFigure;
 }
 
 const known = (n: number | undefined): n is number => n !== undefined && Number.isFinite(n);
@@ -207,14 +214,19 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
       { hub: of.hub, peer: of[peer], floor: of.floor, floorSplit: of.floorSplit },
       { min, unit },
     );
+  const postRow = (goal: string, peer: "bullmq" | "bullmqNode", min: number): GoalRow => {
+    const row = peerRatio(goal, i.postPerSec, peer, min, "/s");
+    const without = ratioOf(i.postWithoutIndexPerSec, i.postPerSec[peer], min, "/s");
+    return without.met === null ? row : { ...row, withoutIndex: without };
+  };
   const rows: GoalRow[] = [
     peerRatio("e2e done/s ÷ BullMQ on Node", i.e2eDonePerSec, "bullmqNode", 1, "/s"),
     peerRatio("e2e jobs per CPU-second ÷ BullMQ on Node", i.e2eJobsPerCpuSec, "bullmqNode", 1),
-    peerRatio("POST /run ÷ BullMQ on Node", i.postPerSec, "bullmqNode", 0.8, "/s"),
+    postRow("POST /run ÷ BullMQ on Node", "bullmqNode", 0.8),
     peerRatio("e2e done/s ÷ BullMQ", i.e2eDonePerSec, "bullmq", 1, "/s"),
     peerRatio("e2e done/s ÷ PostgreSQL peer", i.e2eDonePerSec, "pg", 2, "/s"),
     peerRatio("e2e jobs per CPU-second ÷ BullMQ", i.e2eJobsPerCpuSec, "bullmq", 1),
-    peerRatio("POST /run ÷ BullMQ", i.postPerSec, "bullmq", 1, "/s"),
+    postRow("POST /run ÷ BullMQ", "bullmq", 1),
     peerRatio("GET /jobs ÷ BullMQ", i.getPerSec, "bullmq", 1.5, "/s"),
     i.ingressToCeiling === undefined
       ? { goal: "ingress ÷ ceiling", value: "–", target: "≥ 0.80", met: null }
@@ -266,12 +278,16 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
  * A goal's status. A missed goal the floor misses too is out of reach on this stack; one only the
  * split floor misses is out of reach for the hub's service split.
  */
-export function status(row: Pick<GoalRow, "met" | "floor" | "floorSplit">): string {
+export function status(
+  row: Pick<GoalRow, "met" | "floor" | "floorSplit" | "withoutIndex">,
+): string {
   if (row.met === null) return "not measured";
   if (row.met) return "met";
   if (row.floor?.met === false) return "missed; out of reach (the floor misses too)";
   if (row.floorSplit?.met === false)
     return "missed; out of reach for the service split (the split floor misses too)";
+  if (row.withoutIndex?.met === true)
+    return `missed; the search index's writes (met without them: ${row.withoutIndex.value.split(" ")[0]})`;
   return "missed";
 }
 

@@ -84,6 +84,17 @@ function scenarioRows(r: BenchResults): string[][] {
   if (s.ingress) {
     const i = s.ingress;
     loadRow("1 ingress POST /run (unique)", i.hub, "ingress");
+    if (i.hubWithoutIndex) {
+      loadRow("1 ingress POST /run, search index off", i.hubWithoutIndex, "ingress");
+      for (const [name, p] of Object.entries(i.peers) as [PeerName, LoadFigures][]) {
+        add(
+          `  index off ÷ ${name}`,
+          fmt(i.hubWithoutIndex.okPerSec / p.okPerSec, 2),
+          "the same hub with the search index off",
+          "",
+        );
+      }
+    }
     loadRow("2 ceiling (bare publish), run 1", i.ceiling, "ceiling");
     loadRow("2 ceiling, run 2 (after hub+peers)", i.ceilingAgain, "ceiling");
     add(
@@ -181,6 +192,7 @@ function hubPhases(r: BenchResults): [string, PhaseFigures][] {
   const out: [string, PhaseFigures | undefined][] = [
     ["ceiling (per run)", s.ingress?.ceiling.phase],
     ["ingress POST /run, sleep0 (per job)", s.ingress?.hub.phase],
+    ["ingress POST /run, index off (per job)", s.ingress?.hubWithoutIndex?.phase],
     ["replay (per request)", s.replay?.hub.phase],
     ["GET /jobs (per request)", s.get?.hub.phase],
     ["e2e closed loop, echo + callback (per job)", s.e2e?.hub.closed.phase],
@@ -375,6 +387,7 @@ export function goalInputs(r: BenchResults): GoalInputs {
       perCpuSec(e?.peers[n]?.closed.phase, r.systems[n] ?? []),
     ),
     postPerSec: perSystem(s.ingress?.hub.okPerSec, (n) => s.ingress?.peers[n]?.okPerSec),
+    postWithoutIndexPerSec: s.ingress?.hubWithoutIndex?.okPerSec,
     getPerSec: perSystem(s.get?.hub.okPerSec, (n) => s.get?.peers[n]?.okPerSec),
     ingressToCeiling: s.ingress?.ratioToCeiling,
     p99CallbackAtRateMs: e?.hub.rate.toCallbackMs?.p99,

@@ -36,6 +36,12 @@ export interface BenchContext extends PhaseDeps {
   readonly monitor: JetStreamMonitor;
   readonly log: (line: string) => void;
   readonly notes: string[];
+  /**
+   * Restarts the read models' process with the search index on or off (the projector folds on
+   * from its durable). The ingress scenario measures the hub's POST /run without the index too:
+   * what the index's writes cost the POST goal. Absent: that phase is left out.
+   */
+  readonly switchIndex?: (enabled: boolean) => Promise<void>;
 }
 
 export type LoadFigures = Measured<LoadResult>;
@@ -111,6 +117,7 @@ export async function ingressScenario(ctx: BenchContext) {
     loadSpec(ctx, { url: `${ctx.hub.base}/run`, method: "POST", token: ctx.hub.token, body }),
     "job",
   );
+  const hubWithoutIndex = await withoutIndex(ctx, body);
   const peers: PerPeer<LoadFigures> = {};
   for (const peer of ctx.peers) {
     peers[peer.name] = await peerLoad(
@@ -134,10 +141,32 @@ export async function ingressScenario(ctx: BenchContext) {
     ceilingAgain,
     ceilingMeanPerSec,
     hub,
+    ...(hubWithoutIndex ? { hubWithoutIndex } : {}),
     peers,
     ratioToCeiling: round(hub.okPerSec / ceilingMeanPerSec, 3),
     ratioToPeer: ratios(hub.okPerSec, peers, (p) => p.okPerSec),
   };
+}
+
+/**
+ * The hub's POST /run with the search index off (the read models restarted without it), then on
+ * again; the index catches up on the jobs it missed before the peers' phases start, so that no
+ * peer shares the machine with its catch-up.
+ */
+async function withoutIndex(ctx: BenchContext, body: string): Promise<LoadFigures | undefined> {
+  if (!ctx.switchIndex) return undefined;
+  ctx.log("read models restarted without the search index");
+  await ctx.switchIndex(false);
+  const figures = await hubLoad(
+    ctx,
+    "ingress, search index off",
+    loadSpec(ctx, { url: `${ctx.hub.base}/run`, method: "POST", token: ctx.hub.token, body }),
+    "job",
+  );
+  ctx.log("read models restarted with the search index; it catches up");
+  await ctx.switchIndex(true);
+  await drainHub(ctx, "the index's catch-up", ctx.settings.drainTimeoutSec);
+  return figures;
 }
 
 function ratios<T>(hub: number, peers: PerPeer<T>, pick: (p: T) => number): PerPeer<number> {

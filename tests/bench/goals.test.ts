@@ -107,6 +107,23 @@ describe("the JetStream floor beside each goal", () => {
     expect(status(row("p99 submit → callback at 500 jobs/s"))).toBe("missed");
   });
 
+  test("a POST goal the hub meets without its search index names the index's writes", () => {
+    const g = byGoal({
+      ...base,
+      postPerSec: { hub: 3600, bullmq: 10_000, bullmqNode: 5000 },
+      postWithoutIndexPerSec: 4600,
+    });
+    const node = g["POST /run ÷ BullMQ on Node"] ?? expect.unreachable();
+    expect(node.withoutIndex).toEqual({ value: "0.92 (4,600 vs 5,000/s)", met: true });
+    expect(status(node)).toBe("missed; the search index's writes (met without them: 0.92)");
+    // Missed against BullMQ on Bun even without the index: a plain miss.
+    const bun = g["POST /run ÷ BullMQ"] ?? expect.unreachable();
+    expect(bun.withoutIndex?.met).toBe(false);
+    expect(status(bun)).toBe("missed");
+    // Not measured: no such figure, and the goal reads as before.
+    expect(byGoal(base)["POST /run ÷ BullMQ on Node"]?.withoutIndex).toBeUndefined();
+  });
+
   test("a goal the floor meets and the split floor misses is out of reach for the service split", () => {
     const g = byGoal({
       ...withFloor,
