@@ -13,7 +13,7 @@ import { readBodyCapped } from "../../shared/http/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
 import { JOB_ID_PATTERN } from "../../shared/ids/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
-import { findJobClient, type JobRef } from "../../shared/jobs/index.ts";
+import { findJobClient, type JobRef, readLastMessage } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { OperatorAuth, OperatorCaller } from "./auth.ts";
@@ -129,18 +129,17 @@ export async function noBody(request: Request): Promise<void> {
 }
 
 /**
- * The client that owns a job: from the index (a primary-key lookup per configured client), or
- * (not indexed yet, or of a client removed since) from the stream's subjects.
+ * The client that owns a job: the configured client whose subject holds its run.requested (one
+ * read by subject each, at once), or (a client removed since) the stream's subjects.
  */
 export async function ownerOf(ctx: AdminContext, jobId: string): Promise<string | undefined> {
   if (!JOB_ID_PATTERN.test(jobId)) return undefined;
   const clientIds = ctx.config.clients.map((c) => c.id);
-  if (ctx.store && clientIds.length > 0) {
-    const page = await ctx.store.page({ filter: { clientIds, jobIds: [jobId] }, limit: 1 });
-    const found = page.views[0]?.client_id;
-    if (found) return found;
-  }
-  return findJobClient(ctx, jobId);
+  const runs = await Promise.all(
+    clientIds.map((client_id) => readLastMessage(ctx, { client_id, job_id: jobId }, "run")),
+  );
+  const found = clientIds.find((_, i) => runs[i] !== null);
+  return found ?? findJobClient(ctx, jobId);
 }
 
 /** The audit name of an operator in events that take a free-text requester. */

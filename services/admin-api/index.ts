@@ -8,7 +8,7 @@ import {
 } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { IdGenerator, JobIdDeriver } from "../../shared/ids/index.ts";
-import type { JobRef } from "../../shared/jobs/index.ts";
+import { type JobRef, readCreatedMs } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { type IndexStore, withRequestIdLookup } from "../../shared/search/index.ts";
 import { ADMIN_PREFIX, operatorSurface } from "./app.ts";
@@ -66,7 +66,16 @@ export async function createOperatorSurface(deps: OperatorSurfaceDeps) {
     natsConnected: hub.connected,
     config,
     routes: createRouteTable(config),
-    ...(deps.store ? { store: withRequestIdLookup(deps.store, deps.deriveJobId) } : {}),
+    ...(deps.store
+      ? {
+          store: withRequestIdLookup(deps.store, {
+            deriveJobId: deps.deriveJobId,
+            createdMsOf: (job) =>
+              readCreatedMs(hub, { client_id: job.clientId, job_id: job.jobId }),
+            streamReachable: hub.connected,
+          }),
+        }
+      : {}),
     auth,
     clock: deps.clock,
     ids: deps.ids,

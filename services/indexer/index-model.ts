@@ -14,12 +14,19 @@ import {
   IndexFencedError,
   type IndexRow,
   type IndexStore,
+  type JobKey,
 } from "../../shared/search/index.ts";
 import { countChanges, foldRow, type RowFold, rowOf, tenantOf } from "./fold.ts";
 import type { IndexPartitionState } from "./housekeeping.ts";
 
 export interface IndexModelDeps {
   readonly jsm: JetStreamManager;
+  /**
+   * A job's creation time (its run.requested's, epoch ms) read from the stream; undefined when
+   * it has none. The row's key holds it: a job none of whose held events carries it, and that
+   * this process has not seen, is found with it.
+   */
+  readonly readCreatedMs: (job: { clientId: string; jobId: string }) => Promise<number | undefined>;
   /** The partition this model indexes: its stream, and its position and owner in the store. */
   readonly partition: number;
   readonly stream: string;
@@ -50,6 +57,8 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
   const now = deps.now ?? Date.now;
   /** Rows this process wrote for jobs not settled yet: their next event needs no read. */
   let unsettled = new GenerationalMap<JobView>(20_000);
+  /** Creation times of jobs this process wrote or read: a later event's read needs no other. */
+  const createdOf = new GenerationalMap<number>(20_000);
   let applied = 0;
   /** The highest sequence of any row in the store, as far as this indexer knows. */
   let written = 0;
@@ -84,11 +93,34 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
     return cached === undefined ? undefined : row(cached);
   };
 
+  /**
+   * The job's creation time: from its held events (its run.requested, or the run summary of a
+   * final event), from what this process saw of it, or from the stream. Undefined: no such job.
+   */
+  const createdMsOf = (job: HeldJob<RowFold>): number | Promise<number | undefined> => {
+    for (const { event } of job.events) {
+      if (event.type === "run.requested") return Date.parse(event.occurred_at);
+      const run = "run" in event.data ? event.data.run : undefined;
+      if (run !== undefined) return Date.parse(run.created_at);
+    }
+    return (
+      createdOf.get(job.key) ?? deps.readCreatedMs({ clientId: job.clientId, jobId: job.jobId })
+    );
+  };
+
   const load = async (jobs: readonly HeldJob<RowFold>[]) => {
     const states = jobs.map(known);
     const unknown = jobs.filter((_, i) => states[i] === undefined);
     if (unknown.length === 0) return states;
-    const rows = await store.load(unknown.map((j) => ({ clientId: j.clientId, jobId: j.jobId })));
+    const created = await Promise.all(unknown.map(createdMsOf));
+    const keys: JobKey[] = [];
+    unknown.forEach((job, i) => {
+      const createdMs = created[i];
+      if (createdMs === undefined) return;
+      createdOf.set(job.key, createdMs);
+      keys.push({ clientId: job.clientId, createdMs, jobId: job.jobId });
+    });
+    const rows = await store.load(keys);
     return jobs.map((job, i) => states[i] ?? row(rows.get(job.key) ?? null));
   };
 
@@ -125,6 +157,7 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
     }
     for (const job of batch.jobs) {
       const view = job.state.view;
+      if (view !== null) createdOf.set(job.key, Date.parse(view.created_at));
       if (view === null || isSettledView(view)) unsettled.delete(job.key);
       else unsettled.set(job.key, view);
     }

@@ -1,6 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { EventLayout } from "../../shared/jobs/index.ts";
+import { type EventLayout, readCreatedMs } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
@@ -73,6 +73,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const stream = deps.layout.stream(partition);
   const model = createIndexModel({
     jsm: deps.jsm,
+    readCreatedMs: (job) => readCreatedMs(deps, { client_id: job.clientId, job_id: job.jobId }),
     partition,
     stream,
     store: deps.store,

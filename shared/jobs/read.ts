@@ -50,6 +50,18 @@ export async function readLastEvent(
 }
 
 /**
+ * When a job was created: its run.requested's time (epoch ms), read by its subject; undefined
+ * when the client has no such job. The search index keys a job's row with it (shared/search).
+ */
+export async function readCreatedMs(
+  deps: EventStoreDeps,
+  ref: JobRef,
+): Promise<number | undefined> {
+  const run = await readLastEvent(deps, ref, "run");
+  return run === null ? undefined : Date.parse(run.event.occurred_at);
+}
+
+/**
  * The client that owns a job known only by its id, from the subject holding its run.requested
  * (stream info with a subject filter: no message is read). undefined when there is no such job.
  */

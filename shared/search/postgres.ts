@@ -9,6 +9,7 @@ import {
   countsSql,
   FENCE_EVERY_WRITER_SQL,
   highestSeq,
+  KEY_WITHOUT_CREATION,
   Params,
   POSITION_SQL,
   pageSql,
@@ -16,8 +17,10 @@ import {
   perMinuteSql,
   positionOfRows,
   positionUpsert,
+  REKEY,
   ROW_COLUMNS,
   rowValues,
+  SCAN_SQL,
   TABLES,
   UPSERT_TAIL,
   WRITTEN_SEQ_BACKFILL,
@@ -109,6 +112,12 @@ export function openPostgresIndex(
       await sql.begin(async (tx) => {
         await tx.unsafe("SELECT pg_advisory_xact_lock(726351)");
         for (const statement of TABLES) await tx.unsafe(statement);
+        const [key] = (await tx.unsafe(
+          "SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'sy_jobs'::regclass AND contype = 'p'",
+        )) as { def: string }[];
+        if (key?.def.includes(KEY_WITHOUT_CREATION)) {
+          for (const statement of [...REKEY, ...TABLES]) await tx.unsafe(statement);
+        }
         await tx.unsafe("ALTER TABLE sy_index_meta ADD COLUMN IF NOT EXISTS written_seq BIGINT");
         await tx.unsafe(WRITTEN_SEQ_BACKFILL);
       });
@@ -117,9 +126,11 @@ export function openPostgresIndex(
       const out = new Map<string, JobView>();
       if (keys.length === 0) return out;
       const params = new Params("postgres");
-      const tuples = keys.map((k) => `(${params.add(k.clientId)}, ${params.add(k.jobId)})`);
+      const tuples = keys.map(
+        (k) => `(${params.add(k.clientId)}, ${params.add(k.createdMs)}, ${params.add(k.jobId)})`,
+      );
       const found = await rows(
-        `SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, job_id) IN (${tuples.join(", ")})`,
+        `SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, created_ms, job_id) IN (${tuples.join(", ")})`,
         params.values,
       );
       for (const r of found) {
@@ -186,16 +197,13 @@ export function openPostgresIndex(
       return new Map(found.map((r) => [Number(r.minute), Number(r.n)]));
     },
     async *scan(batch) {
-      let after = { client: "", job: "" };
+      let after: unknown[] = ["", -1, ""];
       for (;;) {
-        const found = await rows(
-          "SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, job_id) > ($1, $2) ORDER BY client_id, job_id LIMIT $3",
-          [after.client, after.job, batch],
-        );
+        const found = await rows(SCAN_SQL.postgres, [...after, batch]);
         for (const r of found) yield jobViewCodec.fromText(String(r.view));
         const last = found[found.length - 1];
         if (last === undefined || found.length < batch) return;
-        after = { client: String(last.client_id), job: String(last.job_id) };
+        after = [String(last.client_id), Number(last.created_ms), String(last.job_id)];
       }
     },
     async prune(beforeMs) {

@@ -1,51 +1,89 @@
 import type { JobView } from "../domain/index.ts";
 import type { JobIdDeriver } from "../ids/index.ts";
 import { pageOf } from "./sqlite.ts";
-import type { IndexStore, JobFilter } from "./types.ts";
+import type { IndexStore, JobFilter, JobKey } from "./types.ts";
 
 /** Newest first, as every page is: created_at, then job_id, descending. */
 const newestFirst = (a: JobView, b: JobView): number =>
   Date.parse(b.created_at) - Date.parse(a.created_at) || (a.job_id < b.job_id ? 1 : -1);
 
+export interface RequestIdLookupDeps {
+  /** The hub's job ids: the keyed hash of client and request_id (shared/ids). */
+  readonly deriveJobId: JobIdDeriver;
+  /**
+   * When the job was created (its run.requested's time, epoch ms), from the event stream;
+   * undefined when the client has no such job.
+   */
+  readonly createdMsOf: (job: { clientId: string; jobId: string }) => Promise<number | undefined>;
+  /**
+   * False while the stream cannot be read (NATS away): the search then walks the index's rows for
+   * the request_id instead, slower but answered from the index alone, as every search is.
+   */
+  readonly streamReachable: () => boolean;
+}
+
 /**
- * The index answers a search by request_id through its primary key: a job's id is the keyed hash
- * of its client and request_id (shared/ids), so in each client in scope a request_id names one
- * job id, and the search is one primary-key lookup per client. The index keeps no b-tree of
- * request_ids: with random request_ids (UUIDs, as callers make them) its insert dirtied a random
- * page for every new job, 15 of SQLite's 37 µs of CPU per row (bench/index-write.ts). The scope
- * is the filter's clients, or every client with indexed jobs (one removed from the config too).
- * One query per client: with lists of clients and job ids together, SQLite's planner took
- * another filter's index and walked its rows.
+ * The index answers a search by request_id through its key: a job's id is the keyed hash of its
+ * client and request_id (shared/ids), so in each client in scope a request_id names one job id,
+ * whose run.requested (one read of the stream by subject) gives the creation time that completes
+ * the key. The index keeps no b-tree of request_ids: with random request_ids (UUIDs, as callers
+ * make them) its insert dirtied a random page for every new job, 15 of SQLite's 37 µs of CPU per
+ * row (bench/index-write.ts). The scope is the filter's clients, or every client with indexed
+ * jobs (one removed from the config too). One query per job: with lists of keys together, SQLite's
+ * planner took another filter's index and walked its rows.
  */
-export function withRequestIdLookup(store: IndexStore, deriveJobId: JobIdDeriver): IndexStore {
-  /** The filter of each client in scope, narrowed to the job its request_id names. */
-  const perClient = async (filter: JobFilter, requestId: string): Promise<JobFilter[]> => {
+export function withRequestIdLookup(store: IndexStore, deps: RequestIdLookupDeps): IndexStore {
+  /**
+   * The filter of each job the request_id names in a client in scope; undefined when the stream
+   * cannot tell the jobs' creation times now (the search then filters the rows themselves).
+   */
+  const perJob = async (filter: JobFilter, requestId: string) => {
+    if (!deps.streamReachable()) return undefined;
+    try {
+      return await keyedFilters(filter, requestId);
+    } catch {
+      // A read of the stream failed (NATS went away meanwhile): the same answer, from the rows.
+      return undefined;
+    }
+  };
+
+  const keyedFilters = async (filter: JobFilter, requestId: string): Promise<JobFilter[]> => {
     const clients =
       filter.clientIds !== undefined && filter.clientIds.length > 0
         ? filter.clientIds
         : await store.clients();
-    const asked = filter.jobIds !== undefined && filter.jobIds.length > 0 ? filter.jobIds : null;
-    return clients
-      .map((client) => ({ client, jobId: deriveJobId(client, requestId) }))
-      .filter(({ jobId }) => asked === null || asked.includes(jobId))
-      .map(({ client, jobId }) => ({ ...filter, clientIds: [client], jobIds: [jobId] }));
+    const asked = filter.jobs !== undefined && filter.jobs.length > 0 ? filter.jobs : null;
+    const keys = await Promise.all(
+      clients.map(async (clientId): Promise<JobKey | undefined> => {
+        const jobId = deps.deriveJobId(clientId, requestId);
+        if (asked !== null && !asked.some((k) => k.clientId === clientId && k.jobId === jobId)) {
+          return undefined;
+        }
+        const createdMs = await deps.createdMsOf({ clientId, jobId });
+        return createdMs === undefined ? undefined : { clientId, createdMs, jobId };
+      }),
+    );
+    return keys
+      .filter((key): key is JobKey => key !== undefined)
+      .map((key) => ({ ...filter, clientIds: [key.clientId], jobs: [key] }));
   };
   return {
     ...store,
     async page(query) {
       const { requestId } = query.filter;
       if (requestId === undefined) return store.page(query);
-      const filters = await perClient(query.filter, requestId);
-      // At most one row each (the primary key): the merge is the page.
+      const filters = await perJob(query.filter, requestId);
+      if (filters === undefined) return store.page(query);
+      // At most one row each (the key): the merge is the page.
       const pages = await Promise.all(filters.map((filter) => store.page({ ...query, filter })));
       return pageOf(pages.flatMap((p) => p.views).sort(newestFirst), query.limit);
     },
     async count(filter, cap) {
       const { requestId } = filter;
       if (requestId === undefined) return store.count(filter, cap);
-      const counts = await Promise.all(
-        (await perClient(filter, requestId)).map((f) => store.count(f, cap)),
-      );
+      const filters = await perJob(filter, requestId);
+      if (filters === undefined) return store.count(filter, cap);
+      const counts = await Promise.all(filters.map((f) => store.count(f, cap)));
       return Math.min(
         counts.reduce((sum, n) => sum + n, 0),
         cap + 1,

@@ -4,6 +4,7 @@ import {
   type CountQuery,
   EMPTY_POSITION,
   type JobFilter,
+  type JobKey,
   type PageQuery,
   type StoredPosition,
 } from "./types.ts";
@@ -29,7 +30,7 @@ export const TABLES = [
     callback_status TEXT,
     seq BIGINT NOT NULL,
     view TEXT NOT NULL,
-    PRIMARY KEY (client_id, job_id)
+    PRIMARY KEY (client_id, created_ms, job_id)
   )`,
   `CREATE TABLE IF NOT EXISTS sy_job_counts (
     kind TEXT NOT NULL,
@@ -52,12 +53,11 @@ export const TABLES = [
     id INTEGER PRIMARY KEY,
     epoch BIGINT NOT NULL
   )`,
-  // Newest first within a client (the Client API list) and across clients (operator search).
-  // Each filter the issue names has an index led by it and ending in the page order, and the
-  // client list has one per filter it takes (without them PostgreSQL walked 35,000 rows for a
+  // Newest first within a client (the Client API list: the key) and across clients (operator
+  // search). Each filter the issue names has an index led by it and ending in the page order, and
+  // the client list has one per filter it takes (without them PostgreSQL walked 35,000 rows for a
   // client's rare statuses on one route: 116 ms p99 at 1,000,000 jobs). Each index costs the
   // indexer a b-tree insert per job; bench/index.ts and `npm run bench -- index` measure both.
-  "CREATE INDEX IF NOT EXISTS sy_jobs_client_created ON sy_jobs (client_id, created_ms, job_id)",
   "CREATE INDEX IF NOT EXISTS sy_jobs_client_status ON sy_jobs (client_id, status, created_ms, job_id)",
   "CREATE INDEX IF NOT EXISTS sy_jobs_client_route ON sy_jobs (client_id, route, created_ms, job_id)",
   "CREATE INDEX IF NOT EXISTS sy_jobs_created ON sy_jobs (created_ms, job_id)",
@@ -66,13 +66,32 @@ export const TABLES = [
   "CREATE INDEX IF NOT EXISTS sy_jobs_error ON sy_jobs (error_code, created_ms, job_id) WHERE error_code IS NOT NULL",
   "CREATE INDEX IF NOT EXISTS sy_jobs_tenant ON sy_jobs (tenant, created_ms, job_id) WHERE tenant IS NOT NULL",
   "CREATE INDEX IF NOT EXISTS sy_jobs_callback_failed ON sy_jobs (created_ms, job_id) WHERE callback_status = 'failed'",
-  // A job id alone is found through the primary key with the clients listed (an operator's
-  // lookup, services/admin-api ownerOf), and a request_id through the job id it names in each
-  // client (request-lookup.ts). Job ids are keyed hashes, and callers' request_ids often random:
-  // an index led by either took its insert at a random page, 15 of SQLite's 60 µs per row for
-  // job ids, 15 of 37 for UUID request_ids (bench/index-write.ts).
+  // No b-tree is led by a job id or a request_id: job ids are keyed hashes, and callers'
+  // request_ids are often random (UUIDs), so each would take its insert at a random page. The
+  // key has the creation time after the client for the same reason (KEY_WITHOUT_CREATION).
+  // A job is found by (client, creation time, job id); its creation time is its run.requested's
+  // (request-lookup.ts, services/indexer index-model.ts).
   "DROP INDEX IF EXISTS sy_jobs_job",
   "DROP INDEX IF EXISTS sy_jobs_request",
+  "DROP INDEX IF EXISTS sy_jobs_client_created",
+] as const;
+
+/**
+ * The key of an index made before the creation time joined it: random pages for every new job's
+ * key entry, 8.5 of SQLite's 19 µs of CPU per row (bench/index-write.ts, 2026-11-27). Such an
+ * index is emptied and rebuilt from the stream (REKEY), since its key cannot change in place.
+ */
+export const KEY_WITHOUT_CREATION = "PRIMARY KEY (client_id, job_id)";
+
+/**
+ * Empties an index keyed without the creation time and fences every writer (its position goes,
+ * so the indexer folds the stream from the start); the tables are then made anew.
+ */
+export const REKEY = [
+  "DROP TABLE sy_jobs",
+  "DELETE FROM sy_job_counts",
+  "DELETE FROM sy_index_meta",
+  "UPDATE sy_index_owner SET epoch = epoch + 1",
 ] as const;
 
 /**
@@ -167,7 +186,11 @@ export function whereOf(filter: JobFilter, params: Params): string {
   inList("route", filter.routes);
   inList("error_code", filter.errorCodes);
   inList("tenant", filter.tenants);
-  inList("job_id", filter.jobIds);
+  if (filter.jobs !== undefined && filter.jobs.length > 0) {
+    const one = (job: JobKey) =>
+      `(client_id = ${params.add(job.clientId)} AND created_ms = ${params.add(job.createdMs)} AND job_id = ${params.add(job.jobId)})`;
+    parts.push(`(${filter.jobs.map(one).join(" OR ")})`);
+  }
   inList("callback_status", filter.callbackStatuses);
   if (filter.requestId !== undefined) parts.push(`request_id = ${params.add(filter.requestId)}`);
   if (filter.createdFromMs !== undefined) {
@@ -250,11 +273,26 @@ export function rowValues(view: JobView, tenant: string | undefined): unknown[] 
 export const CLIENTS_SQL =
   "SELECT DISTINCT client_id FROM sy_job_counts WHERE kind = 'created' ORDER BY client_id";
 
+/** A page of every row in key order, after a key (client, created_ms, job_id): audit verify. */
+export const SCAN_SQL = {
+  sqlite:
+    "SELECT client_id, created_ms, job_id, view FROM sy_jobs WHERE (client_id, created_ms, job_id) > (?, ?, ?) ORDER BY client_id, created_ms, job_id LIMIT ?",
+  postgres:
+    "SELECT client_id, created_ms, job_id, view FROM sy_jobs WHERE (client_id, created_ms, job_id) > ($1, $2, $3) ORDER BY client_id, created_ms, job_id LIMIT $4",
+} as const;
+
+export interface ScannedRow {
+  readonly client_id: string;
+  readonly created_ms: number;
+  readonly job_id: string;
+  readonly view: string;
+}
+
 export const ROW_COLUMNS =
   "client_id, job_id, request_id, route, status, created_ms, updated_ms, error_code, tenant, callback_status, seq, view";
 
 /** The upsert's conflict clause: a row only moves forward in the stream, and keeps its tenant. */
-export const UPSERT_TAIL = `ON CONFLICT (client_id, job_id) DO UPDATE SET
+export const UPSERT_TAIL = `ON CONFLICT (client_id, created_ms, job_id) DO UPDATE SET
   status = excluded.status, updated_ms = excluded.updated_ms, error_code = excluded.error_code,
   tenant = COALESCE(excluded.tenant, sy_jobs.tenant), callback_status = excluded.callback_status,
   seq = excluded.seq, view = excluded.view

@@ -11,14 +11,18 @@ import {
   countsSql,
   FENCE_EVERY_WRITER_SQL,
   highestSeq,
+  KEY_WITHOUT_CREATION,
   POSITION_SQL,
   pageSql,
   partitionRow,
   perMinuteSql,
   positionOfRows,
   positionUpsert,
+  REKEY,
   ROW_COLUMNS,
   rowValues,
+  SCAN_SQL,
+  type ScannedRow,
   TABLES,
   UPSERT_TAIL,
   WRITTEN_SEQ_BACKFILL,
@@ -75,6 +79,14 @@ export function openSqliteIndex(path: string): IndexStore {
     backend: "sqlite",
     async migrate() {
       for (const statement of TABLES) db.exec(statement);
+      const table = db
+        .query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'sy_jobs'")
+        .get() as { sql: string } | null;
+      if (table?.sql.includes(KEY_WITHOUT_CREATION)) {
+        db.transaction(() => {
+          for (const statement of [...REKEY, ...TABLES]) db.exec(statement);
+        })();
+      }
       const columns = db.query("PRAGMA table_info(sy_index_meta)").all() as { name: string }[];
       if (!columns.some((c) => c.name === "written_seq")) {
         db.exec("ALTER TABLE sy_index_meta ADD COLUMN written_seq BIGINT");
@@ -83,9 +95,11 @@ export function openSqliteIndex(path: string): IndexStore {
     },
     async load(keys) {
       const out = new Map<string, JobView>();
-      const get = db.query("SELECT view FROM sy_jobs WHERE client_id = ? AND job_id = ?");
-      for (const { clientId, jobId } of keys) {
-        const row = get.get(clientId, jobId) as { view: string } | null;
+      const get = db.query(
+        "SELECT view FROM sy_jobs WHERE client_id = ? AND created_ms = ? AND job_id = ?",
+      );
+      for (const { clientId, createdMs, jobId } of keys) {
+        const row = get.get(clientId, createdMs, jobId) as { view: string } | null;
         if (row) out.set(indexKey(clientId, jobId), jobViewCodec.fromText(row.view));
       }
       return out;
@@ -154,20 +168,14 @@ export function openSqliteIndex(path: string): IndexStore {
       return new Map(rows.map((r) => [Number(r.minute), Number(r.n)]));
     },
     async *scan(batch) {
-      let after = { client: "", job: "" };
-      const next = db.query(
-        "SELECT client_id, job_id, view FROM sy_jobs WHERE (client_id, job_id) > (?, ?) ORDER BY client_id, job_id LIMIT ?",
-      );
+      let after: readonly Value[] = ["", -1, ""];
+      const next = db.query(SCAN_SQL.sqlite);
       for (;;) {
-        const rows = next.all(after.client, after.job, batch) as {
-          client_id: string;
-          job_id: string;
-          view: string;
-        }[];
+        const rows = next.all(...after, batch) as ScannedRow[];
         for (const row of rows) yield jobViewCodec.fromText(row.view);
         const last = rows[rows.length - 1];
         if (last === undefined || rows.length < batch) return;
-        after = { client: last.client_id, job: last.job_id };
+        after = [last.client_id, last.created_ms, last.job_id];
       }
     },
     async prune(beforeMs) {

@@ -15,12 +15,23 @@ export interface JobFilter {
   /** metadata.principal.tenant of the run. */
   readonly tenants?: readonly string[];
   readonly requestId?: string;
-  readonly jobIds?: readonly string[];
+  /** These jobs only (by key). */
+  readonly jobs?: readonly JobKey[];
   readonly callbackStatuses?: readonly ("pending" | "delivered" | "failed")[];
   /** created_at ≥ this (epoch ms). */
   readonly createdFromMs?: number;
   /** created_at < this (epoch ms). */
   readonly createdBeforeMs?: number;
+}
+
+/**
+ * What finds a job's row: its client, its creation time (its run.requested's, epoch ms) and its
+ * id. The creation time is in the key so that new rows land at its end (sql.ts).
+ */
+export interface JobKey {
+  readonly clientId: string;
+  readonly createdMs: number;
+  readonly jobId: string;
 }
 
 /** A position in the newest-first order (created_at, job_id): the last row of a page. */
@@ -133,7 +144,7 @@ export interface IndexStore {
   /** Creates the tables and indexes if missing. */
   migrate(): Promise<void>;
   /** The views of these jobs as stored (absent: not indexed yet). Keys are `<client>.<job>`. */
-  load(keys: readonly { clientId: string; jobId: string }[]): Promise<Map<string, JobView>>;
+  load(keys: readonly JobKey[]): Promise<Map<string, JobView>>;
   /**
    * Makes the caller the index's only writer: a new epoch, after which writes of every older one
    * are refused. An indexer claims at start; a second one (or a stalled first one) is fenced.

@@ -1,7 +1,8 @@
 /**
  * A search by request_id through the job ids it names (withRequestIdLookup), on both engines: the
- * index has no request_id b-tree, so each client in scope is one primary-key lookup. Rows are
- * written as the indexer writes them, with job ids derived as the ingress derives them.
+ * index has no request_id b-tree, so each job the request_id names in a client in scope is one key
+ * lookup, its creation time read as the stream would give it (here from the jobs written). Rows
+ * are written as the indexer writes them, with job ids derived as the ingress derives them.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -48,6 +49,7 @@ for (const [engine, open] of INDEX_ENGINES) {
     let raw: IndexStore;
     let store: IndexStore;
     let cleanup: () => Promise<void>;
+    let streamReachable = true;
 
     beforeAll(async () => {
       ({ store: raw, cleanup } = await open());
@@ -70,7 +72,14 @@ for (const [engine, open] of INDEX_ENGINES) {
         }),
         position: { appliedSeq: 6, pending: 0, updatedMs: 1, stream: "s" },
       });
-      store = withRequestIdLookup(raw, deriveJobId);
+      store = withRequestIdLookup(raw, {
+        deriveJobId,
+        createdMsOf: async ({ clientId, jobId }) => {
+          const job = VIEWS.find((v) => v.client_id === clientId && v.job_id === jobId);
+          return job === undefined ? undefined : Date.parse(job.created_at);
+        },
+        streamReachable: () => streamReachable,
+      });
     });
     afterAll(() => cleanup());
 
@@ -120,18 +129,35 @@ for (const [engine, open] of INDEX_ENGINES) {
       expect(await store.count({ requestId: "nope" }, 10)).toBe(0);
     });
 
-    test("job ids in the filter narrow it further", async () => {
-      const acmeJob = deriveJobId("acme", "order-1");
+    test("jobs in the filter narrow it further", async () => {
+      const keyOf = (v: JobView) => ({
+        clientId: v.client_id,
+        createdMs: Date.parse(v.created_at),
+        jobId: v.job_id,
+      });
+      const [acmeOrder1, , , acmeOrder2] = VIEWS as [JobView, JobView, JobView, JobView];
       const page = await store.page({
-        filter: { requestId: "order-1", jobIds: [acmeJob] },
+        filter: { requestId: "order-1", jobs: [keyOf(acmeOrder1)] },
         limit: 50,
       });
-      expect(page.views.map((v) => v.job_id)).toEqual([acmeJob]);
+      expect(page.views.map((v) => v.job_id)).toEqual([acmeOrder1.job_id]);
       const other = await store.page({
-        filter: { requestId: "order-1", jobIds: [deriveJobId("acme", "order-2")] },
+        filter: { requestId: "order-1", jobs: [keyOf(acmeOrder2)] },
         limit: 50,
       });
       expect(other.views).toEqual([]);
+    });
+
+    test("with the stream away it walks the rows for the request_id: the same answers", async () => {
+      streamReachable = false;
+      try {
+        const page = await store.page({ filter: { requestId: "order-1" }, limit: 2 });
+        expect(jobsOf(page.views)).toEqual(["initech/order-1", "globex/order-1"]);
+        expect(page.next).not.toBeNull();
+        expect(await store.count({ requestId: "order-1", clientIds: ["acme"] }, 10)).toBe(1);
+      } finally {
+        streamReachable = true;
+      }
     });
 
     test("searches without a request_id pass through unchanged", async () => {

@@ -10,6 +10,7 @@ import {
   encodeCursor,
   IndexFencedError,
   type IndexStore,
+  type JobKey,
   type PagePosition,
 } from "../../shared/search/index.ts";
 import { INDEX_ENGINES } from "../helpers/index-engines.ts";
@@ -37,6 +38,12 @@ function view(n: number, patch: Partial<JobView> & { client?: string } = {}): Jo
     ...rest,
   };
 }
+
+/** The key of job n as view(n) makes it. */
+const keyOf = (n: number): JobKey => {
+  const v = view(n);
+  return { clientId: v.client_id, createdMs: Date.parse(v.created_at), jobId: v.job_id };
+};
 
 for (const [engine, open] of INDEX_ENGINES) {
   describe(`index store on ${engine}`, () => {
@@ -183,7 +190,9 @@ for (const [engine, open] of INDEX_ENGINES) {
         upTo60((n) => n % 4 === 0),
       );
       expect(await ids({ requestId: "r7" })).toEqual([7]);
-      expect(await ids({ jobIds: [jobId(8), jobId(9)] })).toEqual([9, 8]);
+      expect(await ids({ jobs: [keyOf(8), keyOf(9)] })).toEqual([9, 8]);
+      // A key with another creation time is another job.
+      expect(await ids({ jobs: [{ ...keyOf(8), createdMs: BASE }] })).toEqual([]);
       const from = BASE + 10_000;
       const before = BASE + 12_000;
       expect(await ids({ createdFromMs: from, createdBeforeMs: before })).toEqual([23, 22, 21, 20]);
@@ -198,7 +207,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         counts: [],
         position: { appliedSeq: 61, pending: 0, updatedMs: 1, stream: "s1" },
       });
-      let loaded = await store.load([{ clientId: "acme", jobId: jobId(4) }]);
+      let loaded = await store.load([keyOf(4)]);
       expect(loaded.get(`acme.${jobId(4)}`)?.status).toBe(original.status);
       // The highest sequence written (1004, the paging test's) never falls back.
       expect((await store.position()).writtenSeq).toBe(1004);
@@ -218,10 +227,7 @@ for (const [engine, open] of INDEX_ENGINES) {
         counts: [],
         position: { appliedSeq: 62, pending: 0, updatedMs: 1, stream: "s1" },
       });
-      loaded = await store.load([
-        { clientId: "acme", jobId: jobId(4) },
-        { clientId: "acme", jobId: jobId(5) },
-      ]);
+      loaded = await store.load([keyOf(4), { ...keyOf(5), clientId: "acme" }]);
       expect(loaded.get(`acme.${jobId(4)}`)?.status).toBe("done");
       expect(loaded.size).toBe(1);
       expect((await store.position()).writtenSeq).toBe(2_000);
