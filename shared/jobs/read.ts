@@ -1,5 +1,5 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { decodeEvent } from "../bus/index.ts";
+import { decodeEvent, PoisonMessageError } from "../bus/index.ts";
 import type { EventStreamKind, JobEvent } from "../domain/index.ts";
 import type { EventLayout } from "./layout.ts";
 import type { JobRef } from "./subjects.ts";
@@ -51,14 +51,21 @@ export async function readLastEvent(
 
 /**
  * When a job was created: its run.requested's time (epoch ms), read by its subject; undefined
- * when the client has no such job. The search index keys a job's row with it (shared/search).
+ * when the client has no such job, or its run.requested is poison (every consumer terminated it:
+ * the job has no view and no row). The search index keys a job's row with it (shared/search).
  */
 export async function readCreatedMs(
   deps: EventStoreDeps,
   ref: JobRef,
 ): Promise<number | undefined> {
-  const run = await readLastEvent(deps, ref, "run");
-  return run === null ? undefined : Date.parse(run.event.occurred_at);
+  const msg = await readLastMessage(deps, ref, "run");
+  if (msg === null) return undefined;
+  try {
+    return Date.parse(decodeEvent(msg.data).occurred_at);
+  } catch (err) {
+    if (err instanceof PoisonMessageError) return undefined;
+    throw err;
+  }
 }
 
 /**

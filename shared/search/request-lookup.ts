@@ -37,35 +37,32 @@ export function withRequestIdLookup(store: IndexStore, deps: RequestIdLookupDeps
    * The filter of each job the request_id names in a client in scope; undefined when the stream
    * cannot tell the jobs' creation times now (the search then filters the rows themselves).
    */
-  const perJob = async (filter: JobFilter, requestId: string) => {
+  const perJob = async (filter: JobFilter, requestId: string): Promise<JobFilter[] | undefined> => {
     if (!deps.streamReachable()) return undefined;
-    try {
-      return await keyedFilters(filter, requestId);
-    } catch {
-      // A read of the stream failed (NATS went away meanwhile): the same answer, from the rows.
-      return undefined;
-    }
-  };
-
-  const keyedFilters = async (filter: JobFilter, requestId: string): Promise<JobFilter[]> => {
     const clients =
       filter.clientIds !== undefined && filter.clientIds.length > 0
         ? filter.clientIds
         : await store.clients();
     const asked = filter.jobs !== undefined && filter.jobs.length > 0 ? filter.jobs : null;
-    const keys = await Promise.all(
-      clients.map(async (clientId): Promise<JobKey | undefined> => {
-        const jobId = deps.deriveJobId(clientId, requestId);
-        if (asked !== null && !asked.some((k) => k.clientId === clientId && k.jobId === jobId)) {
-          return undefined;
-        }
-        const createdMs = await deps.createdMsOf({ clientId, jobId });
-        return createdMs === undefined ? undefined : { clientId, createdMs, jobId };
-      }),
-    );
-    return keys
-      .filter((key): key is JobKey => key !== undefined)
-      .map((key) => ({ ...filter, clientIds: [key.clientId], jobs: [key] }));
+    const named = clients
+      .map((clientId) => ({ clientId, jobId: deps.deriveJobId(clientId, requestId) }))
+      .filter(
+        (job) =>
+          asked === null || asked.some((k) => k.clientId === job.clientId && k.jobId === job.jobId),
+      );
+    let created: (number | undefined)[];
+    try {
+      created = await Promise.all(named.map((job) => deps.createdMsOf(job)));
+    } catch {
+      // A read of the stream failed (NATS went away meanwhile): the same answer, from the rows.
+      return undefined;
+    }
+    const keys: JobKey[] = [];
+    named.forEach((job, i) => {
+      const createdMs = created[i];
+      if (createdMs !== undefined) keys.push({ ...job, createdMs });
+    });
+    return keys.map((key) => ({ ...filter, clientIds: [key.clientId], jobs: [key] }));
   };
   return {
     ...store,

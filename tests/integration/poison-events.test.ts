@@ -9,6 +9,7 @@ import { expect, test } from "bun:test";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { INDEX_CONSUMER } from "../../services/indexer/index.ts";
 import { EVENT_TYPE_HEADER, TOPOLOGY } from "../../shared/bus/index.ts";
+import { readCreatedMs } from "../../shared/jobs/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { startHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -89,7 +90,11 @@ test("poison in the events stream: each consumer terminates it once and the next
     const { job_id } = (await res.json()) as { job_id: string };
     const view = await waitFor("the job done with its callback delivered", async () => {
       const got = await hub.request(`/jobs/${job_id}`, { token: TOKEN });
-      const body = (await got.json()) as { status?: string; callback?: { status: string } };
+      const body = (await got.json()) as {
+        status?: string;
+        created_at?: string;
+        callback?: { status: string };
+      };
       return body.callback?.status === "delivered" && body;
     });
     expect(view.status).toBe("done");
@@ -120,6 +125,17 @@ test("poison in the events stream: each consumer terminates it once and the next
       "the index past the poison",
       () => logged(hub.logs(), "poison event skipped") === 3,
     );
+    // A job's creation time (what keys its index row) read from its run.requested: none for the
+    // poison one, as for a job that does not exist, so the indexer keys no row for it.
+    const events = { jsm, layout: hub.running.hub.layout };
+    expect(
+      await readCreatedMs(events, { client_id: "acme", job_id: "job_PoisonRun0000000000000000" }),
+    ).toBeUndefined();
+    expect(
+      await readCreatedMs(events, { client_id: "acme", job_id: "job_Absent000000000000000000" }),
+    ).toBeUndefined();
+    const created = await readCreatedMs(events, { client_id: "acme", job_id });
+    expect(created).toBe(Date.parse(view.created_at ?? ""));
   } finally {
     receiver.stop(true);
   }
