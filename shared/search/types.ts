@@ -168,7 +168,7 @@ export interface IndexStore {
   /** How many jobs match (for a bulk action's dry run), counting at most `cap` + 1. */
   count(filter: JobFilter, cap: number): Promise<number>;
   counts(query: CountQuery): Promise<CountRow[]>;
-  /** The clients with indexed jobs (each indexed job has a created count), in id order. */
+  /** The clients with indexed jobs, in id order (one search of the key per client). */
   clients(): Promise<string[]>;
   /** Totals per minute of the window (minutes without jobs are absent). */
   perMinute(query: CountQuery): Promise<Map<number, number>>;

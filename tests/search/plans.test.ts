@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JobFilter } from "../../shared/search/index.ts";
 import { openSqliteIndex } from "../../shared/search/index.ts";
-import { pageSql } from "../../shared/search/sql.ts";
+import { CLIENTS_SQL, pageSql } from "../../shared/search/sql.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switchyard-plans-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -110,6 +110,21 @@ describe("the index's query plans on SQLite", () => {
     expect(details).toEqual([
       "SEARCH sy_jobs USING INDEX sqlite_autoindex_sy_jobs_1 (client_id=?)",
     ]);
+  });
+
+  test("the clients with indexed jobs: a search of the key per client, no scan", async () => {
+    const path = join(dir, "clients-plan.db");
+    const store = openSqliteIndex(path);
+    await store.migrate();
+    await store.close();
+    const db = new Database(path);
+    const plan = db.query(`EXPLAIN QUERY PLAN ${CLIENTS_SQL}`).all() as { detail: string }[];
+    db.close();
+    const details = plan.map((p) => p.detail);
+    expect(details.filter((d) => d.includes("sy_jobs")).length).toBeGreaterThan(0);
+    for (const d of details.filter((d) => d.includes("sy_jobs"))) {
+      expect(d).toMatch(/^SEARCH sy_jobs USING COVERING INDEX sqlite_autoindex_sy_jobs_1/);
+    }
   });
 
   test("a request_id, with other filters, is a key search per job", async () => {

@@ -118,7 +118,7 @@ function indexer(n: Names): RoleBlock {
     allow: [
       ...COMMON_READS,
       ...ownDurable(n, INDEX_CONSUMER),
-      "a job's whole history, read again after a redelivery",
+      "a job's whole history, read again after a redelivery, and its run.requested (the creation time that keys its row)",
       ...eventGets(n),
       ...readModelLease(n, "indexer"),
     ],
