@@ -2,6 +2,10 @@
  * The search index with 1,000,000 jobs (issue 16, section 3): fills a fresh index (SQLite, and
  * PostgreSQL when reachable) through the indexer's own write path, then times list and search
  * queries, each filter alone and combined, first pages and deep pages, and prints one JSON line.
+ * Job ids are derived as the ingress derives them (the keyed hash of client and request_id), and
+ * the request_id case goes through the operator API's lookup (withRequestIdLookup): a job id per
+ * client, its creation time from the jobs written here (the hub reads it from the stream, one
+ * read per client at once, not timed here), one key lookup per job.
  * Run by `npm run bench -- index` in its own process, after every other scenario; alone:
  *   bun bench/index.ts '{"jobs":1000000,"samples":200}'
  * Env: BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres; "none" skips PostgreSQL).
@@ -11,12 +15,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import type { JobStatus, JobView } from "../shared/domain/index.ts";
+import { createJobIdDeriver } from "../shared/ids/index.ts";
 import {
   type IndexStore,
   type JobFilter,
   openPostgresIndex,
   openSqliteIndex,
   type PagePosition,
+  withRequestIdLookup,
 } from "../shared/search/index.ts";
 
 interface Spec {
@@ -62,6 +68,10 @@ function rng(seed: number) {
   };
 }
 
+const deriveJobId = createJobIdDeriver(new Uint8Array(32).fill(7));
+/** Creation time of each job id written: what the hub reads from the job's run.requested. */
+const createdOf = new Map<string, number>();
+
 const pick = <T>(r: () => number, list: readonly T[]) => list[Math.floor(r() * list.length)] as T;
 const clientOf = (i: number) => `c${String(i).padStart(2, "0")}`;
 const routeOf = (i: number) => `route.r${String(i).padStart(2, "0")}`;
@@ -81,9 +91,10 @@ function syntheticJob(n: number, r: () => number): { view: JobView; tenant: stri
   const final = status === "done" || status === "error" || status === "rejected";
   const at = new Date(created).toISOString();
   const cb = r() < 0.5 ? (r() < 0.02 ? "failed" : r() < 0.99 ? "delivered" : "pending") : undefined;
+  const client = clientOf(Math.floor(r() * CLIENTS));
   const view: JobView = {
-    job_id: `job_${n.toString(36).padStart(22, "0")}`,
-    client_id: clientOf(Math.floor(r() * CLIENTS)),
+    job_id: deriveJobId(client, `req-${n}`),
+    client_id: client,
     request_id: `req-${n}`,
     route: routeOf(Math.floor(r() * ROUTES)),
     status,
@@ -108,7 +119,11 @@ async function fill(store: IndexStore, log: (s: string) => void): Promise<number
   const batch = 5_000;
   for (let n = 0; n < spec.jobs; n += batch) {
     const rows = [];
-    for (let i = n; i < Math.min(spec.jobs, n + batch); i++) rows.push(syntheticJob(i, r));
+    for (let i = n; i < Math.min(spec.jobs, n + batch); i++) {
+      const row = syntheticJob(i, r);
+      createdOf.set(row.view.job_id, Date.parse(row.view.created_at));
+      rows.push(row);
+    }
     await store.apply({
       owner,
       rows,
@@ -208,10 +223,15 @@ async function time(
   return { p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), rows: Math.round(rows / spec.samples) };
 }
 
-async function runEngine(store: IndexStore, log: (s: string) => void) {
-  await store.migrate();
-  await store.reset();
-  const fillSec = await fill(store, log);
+async function runEngine(written: IndexStore, log: (s: string) => void) {
+  await written.migrate();
+  await written.reset();
+  const fillSec = await fill(written, log);
+  const store = withRequestIdLookup(written, {
+    deriveJobId,
+    createdMsOf: async ({ jobId }) => createdOf.get(jobId),
+    streamReachable: () => true,
+  });
   // As after `switchyard index rebuild` (and hourly in the indexer): the planner's statistics.
   await store.optimize();
   const results: Record<
