@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { JobView } from "../../shared/domain/index.ts";
 import { type IndexStore, openPostgresIndex, openSqliteIndex } from "../../shared/search/index.ts";
 import { createTestDatabase } from "./postgres.ts";
 
@@ -43,3 +44,16 @@ export const INDEX_ENGINES: readonly (readonly [string, () => Promise<OpenedInde
     },
   ],
 ];
+
+/** Job n of client acme, done, created 2026-03-01 00:00 UTC, at stream sequence n. */
+export const doneJobView = (n: number): JobView => ({
+  job_id: `job_${String(n).padStart(22, "0")}`,
+  client_id: "acme",
+  request_id: `r${n}`,
+  route: "demo.echo",
+  status: "done",
+  created_at: "2026-03-01T00:00:00.000Z",
+  updated_at: "2026-03-01T00:00:00.000Z",
+  fingerprint: "0".repeat(64),
+  seq: n,
+});

@@ -5,21 +5,10 @@
  * index made before partitions.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { JobView } from "../../shared/domain/index.ts";
 import { IndexFencedError, type IndexStore } from "../../shared/search/index.ts";
-import { INDEX_ENGINES } from "../helpers/index-engines.ts";
+import { doneJobView, INDEX_ENGINES } from "../helpers/index-engines.ts";
 
-const view = (n: number): JobView => ({
-  job_id: `job_${String(n).padStart(22, "0")}`,
-  client_id: "acme",
-  request_id: `r${n}`,
-  route: "demo.echo",
-  status: "done",
-  created_at: "2026-03-01T00:00:00.000Z",
-  updated_at: "2026-03-01T00:00:00.000Z",
-  fingerprint: "0".repeat(64),
-  seq: n,
-});
+const view = doneJobView;
 
 for (const [engine, open] of INDEX_ENGINES) {
   describe(`index positions per partition on ${engine}`, () => {

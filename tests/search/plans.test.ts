@@ -76,19 +76,23 @@ describe("the index's query plans on SQLite", () => {
     await migrated.close();
   });
 
-  const planOf = async (name: string, filter: JobFilter) => {
+  /** The planner's steps for a statement on a fresh, analyzed index of its own. */
+  const planOfSql = async (name: string, sql: string, params: readonly unknown[] = []) => {
     const path = join(dir, name);
     const store = openSqliteIndex(path);
     await store.migrate();
     await store.optimize();
     await store.close();
-    const { sql, params } = pageSql("sqlite", { filter, limit: 50 });
     const db = new Database(path);
     const plan = db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as {
       detail: string;
     }[];
     db.close();
     return plan.map((p) => p.detail);
+  };
+  const planOf = (name: string, filter: JobFilter) => {
+    const { sql, params } = pageSql("sqlite", { filter, limit: 50 });
+    return planOfSql(name, sql, params);
   };
 
   const KEY_SEARCH =
@@ -113,14 +117,7 @@ describe("the index's query plans on SQLite", () => {
   });
 
   test("the clients with indexed jobs: a search of the key per client, no scan", async () => {
-    const path = join(dir, "clients-plan.db");
-    const store = openSqliteIndex(path);
-    await store.migrate();
-    await store.close();
-    const db = new Database(path);
-    const plan = db.query(`EXPLAIN QUERY PLAN ${CLIENTS_SQL}`).all() as { detail: string }[];
-    db.close();
-    const details = plan.map((p) => p.detail);
+    const details = await planOfSql("clients-plan.db", CLIENTS_SQL);
     expect(details.filter((d) => d.includes("sy_jobs")).length).toBeGreaterThan(0);
     for (const d of details.filter((d) => d.includes("sy_jobs"))) {
       expect(d).toMatch(/^SEARCH sy_jobs USING COVERING INDEX sqlite_autoindex_sy_jobs_1/);

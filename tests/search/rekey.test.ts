@@ -9,13 +9,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
-import type { JobView } from "../../shared/domain/index.ts";
 import {
   IndexFencedError,
   type IndexStore,
   openPostgresIndex,
   openSqliteIndex,
 } from "../../shared/search/index.ts";
+import { doneJobView } from "../helpers/index-engines.ts";
 import { createTestDatabase } from "../helpers/postgres.ts";
 
 /** sy_jobs as indexes made before the creation time joined the key had it. */
@@ -27,17 +27,7 @@ const OLD_JOBS_TABLE = `CREATE TABLE sy_jobs (
 )`;
 
 const at = "2026-03-01T00:00:00.000Z";
-const view = (n: number): JobView => ({
-  job_id: `job_${String(n).padStart(22, "0")}`,
-  client_id: "acme",
-  request_id: `r${n}`,
-  route: "demo.echo",
-  status: "done",
-  created_at: at,
-  updated_at: at,
-  fingerprint: "0".repeat(64),
-  seq: n,
-});
+const view = doneJobView;
 
 interface Engine {
   readonly store: IndexStore;
