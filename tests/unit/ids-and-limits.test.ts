@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { createHash, createHmac } from "node:crypto";
 import { createRateLimiter } from "../../services/ingress/rate-limit.ts";
 import { manualClock } from "../../shared/clock/index.ts";
 import { canonicalJson, requestFingerprint } from "../../shared/domain/index.ts";
@@ -24,6 +25,25 @@ describe("job ids", () => {
     );
   });
 
+  test("are the HMAC-SHA256 of `client\nrequest_id` every release has derived", () => {
+    // Ids already in the stream must be derived again the same way, or a retry after an upgrade
+    // would make a second job.
+    const key = new Uint8Array(32).fill(7);
+    for (const [client, request] of [
+      ["acme", "r-1"],
+      ["globex", "7f3c2a1e-0b9d-4c55-8e21-3d0f9a6b1c44"],
+      ["é", "ключ"],
+    ] as const) {
+      const expected = createHmac("sha256", key)
+        .update(client)
+        .update("\n")
+        .update(request)
+        .digest("base64url")
+        .slice(0, 22);
+      expect(derive(client, request)).toBe(`job_${expected}`);
+    }
+  });
+
   test("refuse a short key", () => {
     expect(() => createJobIdDeriver(new Uint8Array(16))).toThrow();
   });
@@ -34,6 +54,23 @@ describe("request fingerprint", () => {
     expect(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] })).toBe('{"a":[{"c":3,"d":2}],"b":1}');
     expect(requestFingerprint({ a: 1, b: "x" })).toBe(requestFingerprint({ b: "x", a: 1 }));
     expect(requestFingerprint({ a: 1 })).not.toBe(requestFingerprint({ a: 2 }));
+  });
+
+  test("is the SHA-256 hex of the canonical text every release has written", () => {
+    // Fingerprints are stored in run.requested events and audit hashes cover canonicalJson: the
+    // text and the digest may not change.
+    const body = {
+      route: "echo",
+      z: undefined,
+      é: 1,
+      Z: [1, undefined, null, { y: "\u2028", x: [] }],
+      a: { nested: { b: true, a: 0.5 } },
+    };
+    const text = canonicalJson(body);
+    expect(text).toBe(
+      '{"Z":[1,,null,{"x":[],"y":"\u2028"}],"a":{"nested":{"a":0.5,"b":true}},"route":"echo","é":1}',
+    );
+    expect(requestFingerprint(body)).toBe(createHash("sha256").update(text).digest("hex"));
   });
 });
 
