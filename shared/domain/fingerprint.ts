@@ -6,7 +6,7 @@
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
   if (Array.isArray(value)) {
-    // As join does, an element JSON has no text for (undefined) leaves an empty slot.
+    // An element with no JSON text (undefined) leaves an empty slot, as join left it before.
     let out = "[";
     for (let i = 0; i < value.length; i++)
       out += `${i > 0 ? "," : ""}${canonicalJson(value[i]) ?? ""}`;
