@@ -32,6 +32,7 @@ import { appendEvent } from "../shared/jobs/index.ts";
 import { createLogger } from "../shared/log/index.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
 import { generateWebhookSecret } from "../shared/webhooks/index.ts";
+import { ALLOCATOR_ENV } from "./lib/allocator-env.ts";
 import {
   cleanupAll,
   cpuSec,
@@ -122,6 +123,7 @@ async function measure(root: string): Promise<number> {
       NODE_ENV: "production",
       NATS_URL: undefined,
       BUN_JSC_forceRAMSize: "536870912",
+      ...ALLOCATOR_ENV,
     },
   );
   try {

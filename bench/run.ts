@@ -18,7 +18,8 @@
  * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, bullmq-node, pg, floor, floor-split,
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
- * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_PROFILE=<svc,...> (processes
+ * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_ALLOCATOR_ENV=0 (the hub's
+ * services and the floors without the image's allocator settings, lib/allocator-env.ts), BENCH_PROFILE=<svc,...> (processes
  * under --cpu-prof, by process or service name: read-models, or projector or indexer for it;
  * summarise the profile with `bun bench/profile.ts <file>`), BENCH_PARTITIONS (a
  * partition count or a comma list such as 1,8,16: instead of the scenarios, the hub at each P with
@@ -38,6 +39,7 @@ import { hashToken } from "../shared/auth/index.ts";
 import { TOPOLOGY } from "../shared/bus/topology.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
 import type { Measured } from "./compiler.ts";
+import { ALLOCATOR_ENV } from "./lib/allocator-env.ts";
 import {
   cleanupAll,
   freePort,
@@ -132,6 +134,11 @@ const BUN = process.execPath;
  */
 const HUB_RAM_SIZE =
   env.BENCH_RAM_SIZE === "0" ? undefined : (env.BENCH_RAM_SIZE ?? String(512 * 1024 * 1024));
+/**
+ * The allocator settings of the image and the systemd unit (allocator-env.ts), for the hub's
+ * services and the floors; BENCH_ALLOCATOR_ENV=0 leaves them unset (Bun's defaults).
+ */
+const SERVICE_ALLOCATOR_ENV = env.BENCH_ALLOCATOR_ENV === "0" ? {} : ALLOCATOR_ENV;
 
 const log = (line: string) =>
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -147,6 +154,7 @@ const results: BenchResults = {
     peers: PEERS,
     smol: env.BENCH_SMOL === "1",
     jscRamSizeBytes: HUB_RAM_SIZE === undefined ? null : Number(HUB_RAM_SIZE),
+    allocatorEnv: SERVICE_ALLOCATOR_ENV,
   },
   systems: { hub: HUB_PROCS },
   peers: {},
@@ -255,6 +263,7 @@ function startService(svc: HubService, configPath: string, logLevel = "warn") {
       NODE_ENV: "production",
       NATS_URL: undefined,
       BUN_JSC_forceRAMSize: HUB_RAM_SIZE,
+      ...SERVICE_ALLOCATOR_ENV,
     },
   );
 }
@@ -388,7 +397,15 @@ async function main() {
   procs.trackPid("ceiling", ceiling.pid);
 
   const peers: Peer[] = [];
-  const peerDeps = { bun: BUN, token: tokenPeer, webhookSecret, procs, log, notes: results.notes };
+  const peerDeps = {
+    bun: BUN,
+    token: tokenPeer,
+    webhookSecret,
+    procs,
+    log,
+    notes: results.notes,
+    floorEnv: SERVICE_ALLOCATOR_ENV,
+  };
   for (const name of PEERS) {
     const peer = await startPeer(name, peerDeps);
     peers.push(peer);
@@ -500,6 +517,7 @@ async function runPartitions(
     procs: deps.procs,
     log,
     notes: results.notes,
+    floorEnv: SERVICE_ALLOCATOR_ENV,
   };
   const figures = await partitionsScenario(
     {

@@ -100,6 +100,7 @@ export async function startFloorPeer(
 
   const port = freePort();
   const env = peerEnv(deps, port, {
+    ...deps.floorEnv,
     NATS_URL: nats.url,
     FLOOR_PARTITIONS: String(layout.partitions),
   });

@@ -49,6 +49,8 @@ export interface PeerDeps {
   readonly procs: ProcessTable;
   readonly log: (line: string) => void;
   readonly notes: string[];
+  /** Runtime settings the floors' processes run with, as the hub's services do (allocator-env.ts). */
+  readonly floorEnv?: Readonly<Record<string, string>>;
 }
 
 /** BENCH_PEER: all (default), none or 0, or a comma list of peer names. */

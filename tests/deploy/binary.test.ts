@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ALLOCATOR_ENV } from "../../bench/lib/allocator-env.ts";
 import { hashToken } from "../../shared/auth/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { startOtlpReceiver } from "../helpers/otlp.ts";
@@ -23,7 +24,14 @@ function serve(
   const { configPath, cwd } = where;
   const proc = Bun.spawn([binary, "serve", service], {
     cwd,
-    env: { PATH: "/usr/bin:/bin", SWITCHYARD_CONFIG: configPath, TMPDIR: cwd, ...where.env },
+    // The image's allocator settings: the compiled binary starts with them.
+    env: {
+      PATH: "/usr/bin:/bin",
+      SWITCHYARD_CONFIG: configPath,
+      TMPDIR: cwd,
+      ...ALLOCATOR_ENV,
+      ...where.env,
+    },
     stdout: "pipe",
     stderr: "pipe",
   });
