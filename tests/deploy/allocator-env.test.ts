@@ -35,8 +35,13 @@ async function unitEnv(): Promise<Record<string, string>> {
   return Object.fromEntries(pairs.map((m) => [m[1] as string, m[2] as string]));
 }
 
-/** Allocates a few hundred heap blocks, then prints the names of the process's threads. */
+/**
+ * Allocates a few hundred heap blocks, then prints the names of the process's threads once the
+ * pre-faulting thread is among them or 2 s have passed (a loaded machine may start it late).
+ */
 const ALLOCATE_AND_LIST_THREADS = `
+const { readdirSync, readFileSync } = require("node:fs");
+const threads = () => readdirSync("/proc/self/task").map((t) => readFileSync("/proc/self/task/" + t + "/comm", "utf8").trim());
 const keep = [];
 for (let r = 0; r < 20; r++) {
   const a = [];
@@ -44,10 +49,8 @@ for (let r = 0; r < 20; r++) {
   keep.push(a);
   if (keep.length > 3) keep.shift();
 }
-await Bun.sleep(50);
-const { readdirSync, readFileSync } = require("node:fs");
-const names = readdirSync("/proc/self/task").map((t) => readFileSync("/proc/self/task/" + t + "/comm", "utf8").trim());
-console.log(JSON.stringify(names));
+for (let waited = 0; waited < 2000 && !threads().includes("JSCWarmUp"); waited += 50) await Bun.sleep(50);
+console.log(JSON.stringify(threads()));
 `;
 
 async function bunThreads(env: Record<string, string>) {
