@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { exportPKCS8, exportSPKI, generateKeyPair } from "jose";
 import { jobViewKey } from "../../shared/jobs/index.ts";
 import { DEFAULT_CLIENTS, startHub } from "../helpers/hub.ts";
+import { runToEnd } from "../helpers/run.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ACME = DEFAULT_CLIENTS[0] as (typeof DEFAULT_CLIENTS)[0];
@@ -18,18 +19,10 @@ async function cli(
   natsUrl: string,
   where: { cwd?: string; env?: Record<string, string> } = {},
 ) {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
+  return runToEnd([process.execPath, MAIN, ...args], {
     ...(where.cwd ? { cwd: where.cwd } : {}),
     env: { ...process.env, NATS_URL: natsUrl, SWITCHYARD_CONFIG: "", ...where.env },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
 }
 
 describe("audit trail (real nats-server)", () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runToEnd } from "../helpers/run.ts";
 
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 let dir = "";
@@ -12,17 +13,10 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 async function cli(args: readonly string[], extraEnv: Record<string, string> = {}) {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
+  const { stdout, stderr, code } = await runToEnd([process.execPath, MAIN, ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? "", HOME: tmpdir(), ...extraEnv },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
   return { args: args.join(" "), code, stdout, stderr };
 }
 

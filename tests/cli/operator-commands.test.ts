@@ -17,6 +17,7 @@ import {
 } from "../admin/operator-hub.ts";
 import { hubYaml, startHub } from "../helpers/hub.ts";
 import { startNats } from "../helpers/nats.ts";
+import { runToEnd } from "../helpers/run.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -25,17 +26,12 @@ async function cli(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, join(ROOT, "services/cli/main.ts"), ...args], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-    stdin: "ignore",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const { stdout, stderr, code } = await runToEnd(
+    [process.execPath, join(ROOT, "services/cli/main.ts"), ...args],
+    {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+    },
+  );
   return { code, stdout, stderr };
 }
 

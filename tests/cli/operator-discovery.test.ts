@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runToEnd } from "../helpers/run.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
@@ -19,18 +20,10 @@ let up: ReturnType<typeof Bun.spawn> | undefined;
 let banner = "";
 
 async function sh(script: string, cwd: string, env: Record<string, string> = {}) {
-  const proc = Bun.spawn(["bash", "-c", script], {
+  return runToEnd(["bash", "-c", script], {
     cwd,
     env: { ...BASE_ENV, SY: `${process.execPath} ${MAIN}`, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { code, stdout, stderr };
 }
 
 beforeAll(async () => {

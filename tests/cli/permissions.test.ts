@@ -13,6 +13,7 @@ import {
   passwordVariable,
 } from "../../services/cli/permissions/render.ts";
 import { findNatsServerBinary } from "../../shared/nats/index.ts";
+import { runToEnd } from "../helpers/run.ts";
 
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 let dir: string;
@@ -25,18 +26,10 @@ afterAll(async () => {
 });
 
 async function cli(args: string[], env: Record<string, string> = {}, cwd = dir) {
-  const proc = Bun.spawn([process.execPath, MAIN, "permissions", ...args], {
+  return runToEnd([process.execPath, MAIN, "permissions", ...args], {
     cwd,
     env: { ...process.env, SWITCHYARD_CONFIG: "", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
 }
 
 /** `nats-server -t` of a server config that includes the file, with every role's password set. */

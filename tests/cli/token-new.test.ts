@@ -6,18 +6,17 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { parseConfig } from "../../shared/config/index.ts";
 import { DEFAULT_CLIENTS, hubYaml } from "../helpers/hub.ts";
+import { runToEnd } from "../helpers/run.ts";
 
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 
 async function tokenNew(...args: string[]) {
-  const proc = Bun.spawn([process.execPath, MAIN, "token", "new", ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
+  const { stdout, stderr, code } = await runToEnd([
+    process.execPath,
+    MAIN,
+    "token",
+    "new",
+    ...args,
   ]);
   const token = /token \(shown once[^:]*\): (\S+)/.exec(stdout)?.[1] ?? "";
   // The printed lines from the section name on: YAML to paste.

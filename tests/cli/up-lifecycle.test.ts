@@ -6,6 +6,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { processAlive } from "../../services/cli/data-dir.ts";
 import { startNats } from "../helpers/nats.ts";
+import { runToEnd } from "../helpers/run.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
@@ -61,18 +62,10 @@ async function startUp(dir: string): Promise<Up> {
 }
 
 async function cli(dir: string, args: string[], env: Record<string, string | undefined> = {}) {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
+  return runToEnd([process.execPath, MAIN, ...args], {
     cwd: dir,
     env: { ...baseEnv(), ...env },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
 }
 
 const run = (up: Up, requestId: string) =>

@@ -7,6 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ALLOCATOR_ENV } from "../../bench/lib/allocator-env.ts";
+import { runToEnd } from "../helpers/run.ts";
 
 const DEPLOY = join(import.meta.dir, "../../deploy");
 
@@ -54,16 +55,12 @@ console.log(JSON.stringify(threads()));
 `;
 
 async function bunThreads(env: Record<string, string>) {
-  const proc = Bun.spawn([process.execPath, "-e", ALLOCATE_AND_LIST_THREADS], {
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const { stdout, stderr, code } = await runToEnd(
+    [process.execPath, "-e", ALLOCATE_AND_LIST_THREADS],
+    {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    },
+  );
   return { code, stderr, threads: JSON.parse(stdout.trim() || "[]") as string[] };
 }
 

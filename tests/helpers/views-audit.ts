@@ -1,5 +1,6 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
+import { runToEnd } from "./run.ts";
 import { waitFor } from "./wait.ts";
 
 const MAIN = new URL("../../services/cli/main.ts", import.meta.url).pathname;
@@ -18,18 +19,10 @@ export interface AuditRun {
  */
 export async function auditVerify(natsUrl: string): Promise<AuditRun> {
   const { SWITCHYARD_CONFIG: _ignored, ...env } = process.env;
-  const proc = Bun.spawn([process.execPath, MAIN, "audit", "verify"], {
+  const run = await runToEnd([process.execPath, MAIN, "audit", "verify"], {
     env: { ...env, NATS_URL: natsUrl },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { exitCode, stdout, stderr };
+  return { exitCode: run.code, stdout: run.stdout, stderr: run.stderr };
 }
 
 /**

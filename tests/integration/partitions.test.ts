@@ -17,6 +17,7 @@ import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
 import { createWorker, type Worker } from "../../shared/worker/index.ts";
 import { startHub, type TestHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
+import { runToEnd } from "../helpers/run.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ACME = "acme-token-0123456789abcdef";
@@ -38,17 +39,9 @@ const keys = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true 
 
 /** Runs the CLI against the hub's NATS, with no config file (as an auditor would). */
 async function cli(args: string[]) {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
+  return runToEnd([process.execPath, MAIN, ...args], {
     env: { ...process.env, NATS_URL: hub.nats.url, SWITCHYARD_CONFIG: "" },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
 }
 const P = 4;
 const ROUTES = `

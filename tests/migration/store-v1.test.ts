@@ -12,6 +12,7 @@ import { randomIds } from "../../shared/ids/index.ts";
 import { readLastEvent, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
 import { type ManagedNatsServer, startNatsServer } from "../../shared/nats/index.ts";
 import { captureLogger } from "../helpers/logs.ts";
+import { runToEnd } from "../helpers/run.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 // A store written by Switchyard 0.1 (tests/fixtures/store-v1/README.md): the current version must
@@ -42,17 +43,9 @@ function listen(port: number, handler: (req: Request) => Response | Promise<Resp
 }
 
 async function cli(args: string[]) {
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
+  return runToEnd([process.execPath, MAIN, ...args], {
     env: { ...process.env, SWITCHYARD_CONFIG: configPath, NATS_URL: nats.url },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
 }
 
 beforeAll(async () => {

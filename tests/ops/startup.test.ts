@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashToken } from "../../shared/auth/index.ts";
+import { runToEnd } from "../helpers/run.ts";
 
 const MAIN = join(import.meta.dir, "../../services/cli/main.ts");
 const dirs: string[] = [];
@@ -17,17 +18,10 @@ async function serveWith(yaml: string, env: Record<string, string> = {}) {
   await writeFile(path, yaml);
   const { NATS_URL: _, ...rest } = process.env;
   const started = Date.now();
-  const proc = Bun.spawn([process.execPath, MAIN, "serve", "ingress"], {
+  const { stdout, stderr, code } = await runToEnd([process.execPath, MAIN, "serve", "ingress"], {
     cwd: dir,
     env: { ...rest, SWITCHYARD_CONFIG: path, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
   return { stdout, stderr, code, ms: Date.now() - started };
 }
 

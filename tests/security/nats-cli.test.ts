@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { runToEnd } from "../helpers/run.ts";
 import { type Role, type RoleNats, startRoleNats } from "./nats-roles.ts";
 
 // The CLI with the config file's nats.auth and nats.tls: `setup` as the admin, then `events`,
@@ -26,17 +27,10 @@ async function natsOnlyConfig(role: Role, password = roles.passwords[role]): Pro
 
 async function cli(args: string[], config: string) {
   const { NATS_URL: _, ...env } = process.env;
-  const proc = Bun.spawn([process.execPath, MAIN, ...args], {
+  const { stdout, stderr, code } = await runToEnd([process.execPath, MAIN, ...args], {
     cwd: dir,
     env: { ...env, SWITCHYARD_CONFIG: config, SWITCHYARD_LOG_LEVEL: "info" },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
   return { stdout, stderr, code, all: stdout + stderr };
 }
 
