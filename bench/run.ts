@@ -29,7 +29,8 @@
  * stages timed by bench/latency-stages.ts, default 10; 0: none), BENCH_WATCH_BACKLOG=1 (poll every
  * consumer's backlog during the hub's closed loop: peaks and means, at a latency cost to the hub),
  * BENCH_WARMUP_JOBS (jobs each system runs, unmeasured, before its e2e closed loop, default 40000;
- * 0: none).
+ * 0: none), BENCH_E2E_ROUNDS (closed loops per system in the e2e scenario, interleaved, each
+ * system's median round reported; default 1: one loop each, the hub first; lib/e2e-rounds.ts).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -52,6 +53,7 @@ import {
   spawnChild,
   waitHttp,
 } from "./lib/common.ts";
+import { e2eRoundsScenario } from "./lib/e2e-rounds.ts";
 import { indexScenario, renderIndexReport } from "./lib/index-scenario.ts";
 import { createJetStreamMonitor, type JetStreamMonitor, monitorPort } from "./lib/jetstream.ts";
 import {
@@ -125,7 +127,14 @@ const settings = {
   watchBacklog: env.BENCH_WATCH_BACKLOG === "1",
   // Unmeasured jobs through each system's closed loop first (docs/performance.md, "Warm-up").
   warmupJobs: Number(env.BENCH_WARMUP_JOBS ?? 40_000),
+  e2eRounds: Number(env.BENCH_E2E_ROUNDS ?? 1),
 };
+if (!Number.isInteger(settings.e2eRounds) || settings.e2eRounds < 1) {
+  process.stderr.write(
+    `BENCH_E2E_ROUNDS must be a whole number of 1 or more, got "${env.BENCH_E2E_ROUNDS}"\n`,
+  );
+  process.exit(2);
+}
 const BUN = process.execPath;
 /**
  * The memory JavaScriptCore sizes the services' heap for, as the Kubernetes manifests give each
@@ -444,7 +453,10 @@ async function main() {
   if (wanted.has("ingress")) s.ingress = await ingressScenario(ctx);
   if (wanted.has("replay")) s.replay = await replayScenario(ctx);
   if (wanted.has("get")) s.get = await getScenario(ctx);
-  if (wanted.has("e2e")) s.e2e = await e2eScenario(ctx);
+  if (wanted.has("e2e")) {
+    const rounds = settings.e2eRounds;
+    s.e2e = rounds > 1 ? await e2eRoundsScenario(ctx, rounds) : await e2eScenario(ctx);
+  }
   if (wanted.has("paths")) s.paths = await pathsScenario(ctx);
   const ratelimit = wanted.has("ratelimit")
     ? await ratelimitScenario(ctx, {

@@ -27,6 +27,8 @@ export interface BenchContext extends PhaseDeps {
     readonly watchBacklog?: boolean;
     /** Jobs each system runs, unmeasured, before its measured closed loop; 0 or absent: none. */
     readonly warmupJobs?: number;
+    /** Closed loops per system, interleaved (e2e-rounds.ts); 1 or absent: one, hub first. */
+    readonly e2eRounds?: number;
   };
   readonly hub: { readonly base: string; readonly token: string; readonly natsUrl?: string };
   readonly peerToken: string;
@@ -50,7 +52,7 @@ export type E2eFigures = Measured<E2eResult> & {
   /** The hub's per-stage latencies of a sample of the loop's jobs (bench/latency-stages.ts). */
   readonly stages?: StageFigure[];
 };
-type PerPeer<T> = Partial<Record<PeerName, T>>;
+export type PerPeer<T> = Partial<Record<PeerName, T>>;
 
 const drainOf = (ctx: BenchContext, label: string) => () =>
   drainHub(ctx, label, ctx.settings.drainTimeoutSec);
@@ -169,7 +171,7 @@ async function withoutIndex(ctx: BenchContext, body: string): Promise<LoadFigure
   return figures;
 }
 
-function ratios<T>(hub: number, peers: PerPeer<T>, pick: (p: T) => number): PerPeer<number> {
+export function ratios<T>(hub: number, peers: PerPeer<T>, pick: (p: T) => number): PerPeer<number> {
   const out: PerPeer<number> = {};
   for (const [name, p] of Object.entries(peers) as [PeerName, T][])
     out[name] = round(hub / pick(p), 3);
@@ -264,13 +266,18 @@ export async function getScenario(ctx: BenchContext) {
  * One e2e loop against the hub or a peer. `countJetStream`: read nats-server's counters around it
  * through `ctx.monitor` (default: for the hub only; a floor with a monitor of its own may too).
  * `watchBacklog`: poll every consumer's backlog through the phase (default: the hub's closed loop
- * when `settings.watchBacklog`).
+ * when `settings.watchBacklog`). `warm`: run the warm-up before a closed loop (default true; a
+ * system already warmed by an earlier round skips it).
  */
 export async function e2ePhase(
   ctx: BenchContext,
   who: "hub" | Peer,
   mode: "closed" | "rate",
-  options: { readonly countJetStream?: boolean; readonly watchBacklog?: boolean } = {},
+  options: {
+    readonly countJetStream?: boolean;
+    readonly watchBacklog?: boolean;
+    readonly warm?: boolean;
+  } = {},
 ): Promise<E2eFigures> {
   const s = ctx.settings;
   const common = {
@@ -303,7 +310,7 @@ export async function e2ePhase(
   const name = who === "hub" ? "hub" : who.name;
   const label = `e2e ${name} ${mode === "closed" ? `${s.e2eJobs} jobs, ${s.connections} in flight` : `${s.rate} jobs/s for ${s.durationSec} s`}`;
   const drain = who === "hub" ? drainOf(ctx, label) : () => who.drain(label, s.drainTimeoutSec);
-  if (mode === "closed" && (s.warmupJobs ?? 0) > 0) {
+  if (mode === "closed" && (s.warmupJobs ?? 0) > 0 && options.warm !== false) {
     // A service's first tens of thousands of jobs pay for its JIT compiler (a third of the hub's
     // CPU in a cold 10,000-job loop): warm every system alike and measure what a running one costs.
     ctx.log(`e2e ${name} warm-up: ${s.warmupJobs} jobs, not measured`);

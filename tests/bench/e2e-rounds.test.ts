@@ -1,0 +1,48 @@
+import { describe, expect, test } from "bun:test";
+import { medianRun } from "../../bench/lib/e2e-rounds.ts";
+import type { PhaseFigures } from "../../bench/lib/phase.ts";
+
+/** A closed loop of 10,000 jobs whose processes spent these CPU seconds. */
+const loop = (label: string, cpuSec: Record<string, number>) => ({
+  label,
+  phase: { wallSec: 3, drainSec: 0.3, units: 10_000, unit: "job", cpuSec } satisfies PhaseFigures,
+});
+
+describe("medianRun: the round each system's e2e figures come from", () => {
+  test("three rounds: the middle one by the system's CPU per job, every round's figure kept", () => {
+    const runs = [
+      loop("slow", { a: 3, b: 2 }),
+      loop("fast", { a: 2, b: 1 }),
+      loop("middle", { a: 2.5, b: 1.5 }),
+    ];
+    const { median, cpuUsPerUnit } = medianRun(runs, ["a", "b"]);
+    expect(median.label).toBe("middle");
+    expect(cpuUsPerUnit).toEqual([500, 300, 400]);
+  });
+
+  test("only the system's own processes count", () => {
+    // Round 2 is the cheapest for `a` alone, though another process made it look busy.
+    const runs = [
+      loop("one", { a: 3, other: 0 }),
+      loop("two", { a: 1, other: 9 }),
+      loop("three", { a: 2, other: 0 }),
+    ];
+    expect(medianRun(runs, ["a"]).median.label).toBe("three");
+    expect(medianRun(runs, ["a", "other"]).median.label).toBe("one");
+  });
+
+  test("an even count takes the lower middle; one round is its own median", () => {
+    const runs = [
+      loop("w", { a: 4 }),
+      loop("x", { a: 1 }),
+      loop("y", { a: 3 }),
+      loop("z", { a: 2 }),
+    ];
+    expect(medianRun(runs, ["a"]).median.label).toBe("z");
+    expect(medianRun([loop("only", { a: 1 })], ["a"]).median.label).toBe("only");
+  });
+
+  test("no rounds is an error, not an undefined median", () => {
+    expect(() => medianRun([], ["a"])).toThrow("at least one run");
+  });
+});
