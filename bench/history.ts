@@ -20,7 +20,12 @@ export interface RecordedRun {
     readonly memoryGb?: unknown;
   };
   readonly versions: Readonly<Record<string, string>>;
-  readonly settings: { readonly rate?: unknown; readonly peers?: unknown };
+  readonly settings: {
+    readonly rate?: unknown;
+    readonly peers?: unknown;
+    /** BENCH_E2E_ROUNDS: above 1, each system's e2e figures are its median round. */
+    readonly e2eRounds?: unknown;
+  };
   readonly scenarios: Readonly<Record<string, unknown>> & {
     readonly e2e?: {
       readonly hub: {
@@ -64,7 +69,15 @@ export function summarise(run: RecordedRun, resultsFile: string): string {
   const m = run.machine;
   const v = run.versions;
   const peers = Array.isArray(run.settings.peers) ? run.settings.peers.join(", ") : "none";
-  const scenarios = Object.keys(run.scenarios).join(", ") || "none";
+  const rounds = Number(run.settings.e2eRounds ?? 1);
+  const scenarios =
+    Object.keys(run.scenarios)
+      .map((name) =>
+        name === "e2e" && rounds > 1
+          ? `e2e (${rounds} interleaved rounds, each system's median)`
+          : name,
+      )
+      .join(", ") || "none";
   const rows = run.goals.map(
     (g) =>
       `| ${g.goal} ${g.target} | ${g.value} | ${g.floor?.value ?? ""} | ${g.floorSplit?.value ?? ""} | ${status(g)} |`,

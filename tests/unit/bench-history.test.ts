@@ -74,6 +74,16 @@ describe("summarise", () => {
     );
   });
 
+  test("says when each system's e2e figures are its median of interleaved rounds", () => {
+    const base = run("2026-11-28T05:53:44.377Z");
+    const rounds = { ...base, settings: { ...base.settings, e2eRounds: 5 } };
+    expect(summarise(rounds, "r.json").split("\n")[0]).toContain(
+      "scenarios ingress, e2e (5 interleaved rounds, each system's median); peers",
+    );
+    const one = { ...base, settings: { ...base.settings, e2eRounds: 1 } };
+    expect(summarise(one, "r.json").split("\n")[0]).toContain("scenarios ingress, e2e; peers");
+  });
+
   test("one table row per goal, with both floors and the status the report gives", () => {
     expect(text).toContain(
       "| e2e done/s ÷ BullMQ ≥ 1.00 | 0.33 (831 vs 2,537/s) | 0.70 | 0.47 | missed; out of reach (the floor misses too) |",
