@@ -5,7 +5,9 @@
  * up to a third between consecutive runs, docs/performance.md), and with one loop each, the hub
  * first, such a change lands on whichever system ran then. Each system's figures are those of its
  * median round by CPU per job, so done/s, CPU, latencies and JetStream counts all come from one
- * loop; every round's CPU per job is kept beside them.
+ * loop; every round's CPU per job is kept beside them. Beside each peer, the hub's ratios to it
+ * round by round (`byRound`): the two loops of a round ran minutes apart at most, so a pace change
+ * between rounds moves both.
  */
 import type { Peer } from "./peers.ts";
 import { cpuUsPerUnit, HUB_PROCS, type PhaseFigures } from "./phase.ts";
@@ -24,6 +26,54 @@ export function medianRun<T extends { readonly phase: PhaseFigures }>(
   const order = runs.map((_, i) => i).sort((a, b) => (cpu[a] as number) - (cpu[b] as number));
   const middle = order[Math.floor((order.length - 1) / 2)] as number;
   return { median: runs[middle] as T, cpuUsPerUnit: cpu.map((c) => Math.round(c)) };
+}
+
+/** A closed loop as the ratios read it: its rate and what its system spent. */
+interface RoundLoop {
+  readonly completedPerSec: number;
+  readonly phase: PhaseFigures;
+}
+
+/** The hub ÷ a peer in each round, in round order, and the median of each. */
+export interface RoundRatios {
+  readonly donePerSec: readonly number[];
+  readonly jobsPerCpuSec: readonly number[];
+  readonly median: { readonly donePerSec: number; readonly jobsPerCpuSec: number };
+}
+
+/** The median of `values` (the mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/**
+ * The hub's ratios to a peer round by round: done/s, hub ÷ peer, and jobs per CPU-second (the
+ * peer's CPU per job ÷ the hub's, each over its own processes). Round i of one is paired with
+ * round i of the other; rounds only one of them ran are left out.
+ */
+export function roundRatios(
+  hub: { readonly loops: readonly RoundLoop[]; readonly procs: readonly string[] },
+  peer: { readonly loops: readonly RoundLoop[]; readonly procs: readonly string[] },
+): RoundRatios {
+  const rounds = Math.min(hub.loops.length, peer.loops.length);
+  const donePerSec: number[] = [];
+  const jobsPerCpuSec: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const h = hub.loops[i] as RoundLoop;
+    const p = peer.loops[i] as RoundLoop;
+    donePerSec.push(h.completedPerSec / p.completedPerSec);
+    jobsPerCpuSec.push(cpuUsPerUnit(p.phase, peer.procs) / cpuUsPerUnit(h.phase, hub.procs));
+  }
+  return {
+    donePerSec,
+    jobsPerCpuSec,
+    median: { donePerSec: median(donePerSec), jobsPerCpuSec: median(jobsPerCpuSec) },
+  };
 }
 
 /** A system's figures with the CPU per job of each of its closed-loop rounds. */
@@ -58,11 +108,24 @@ export async function e2eRoundsScenario(ctx: BenchContext, rounds: number) {
   };
   const hub = await settle("hub");
   const peers: PerPeer<RoundsFigures> = {};
-  for (const peer of ctx.peers) peers[peer.name] = await settle(peer);
+  const byRound: PerPeer<RoundRatios> = {};
+  for (const peer of ctx.peers) {
+    peers[peer.name] = await settle(peer);
+    const paired = roundRatios(
+      { loops: closed.get("hub") ?? [], procs: HUB_PROCS },
+      { loops: closed.get(peer) ?? [], procs: peer.procs },
+    );
+    byRound[peer.name] = paired;
+    const list = (xs: readonly number[]) => xs.map((x) => x.toFixed(2)).join(", ");
+    ctx.log(
+      `e2e hub ÷ ${peer.name} by round: done/s ${list(paired.donePerSec)} (median ${paired.median.donePerSec.toFixed(2)}); jobs per CPU-s ${list(paired.jobsPerCpuSec)} (median ${paired.median.jobsPerCpuSec.toFixed(2)})`,
+    );
+  }
   return {
     hub,
     peers,
     ratioToPeer: ratios(hub.closed.completedPerSec, peers, (p) => p.closed.completedPerSec),
+    byRound,
   };
 }
 

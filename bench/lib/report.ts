@@ -4,6 +4,7 @@
  */
 
 import type { Measured } from "../compiler.ts";
+import type { RoundRatios } from "./e2e-rounds.ts";
 import {
   evaluateGoals,
   fmtNum as fmt,
@@ -155,6 +156,8 @@ function scenarioRows(r: BenchResults): string[][] {
       row(`8 e2e ${name} ${fmt(p.closed.submitted)} jobs`, p.closed);
       row(`8 e2e ${name} @${r.settings.rate}/s`, p.rate);
       add(`  e2e ÷ ${name}`, fmt(e.ratioToPeer[name], 2), "", "");
+      const paired = e.byRound?.[name];
+      if (paired) add(`  by round ÷ ${name}`, ...byRoundCells(paired), "");
     }
   }
   for (const p of s.paths ?? []) {
@@ -187,6 +190,15 @@ function scenarioRows(r: BenchResults): string[][] {
 }
 
 /** The hub phases whose nats-server counters were read, with what they are divided by. */
+/** The hub ÷ a peer round by round: the medians, then each round's ratios. */
+function byRoundCells(r: RoundRatios): [string, string] {
+  const list = (xs: readonly number[]) => xs.map((x) => fmt(x, 2)).join(", ");
+  return [
+    `${fmt(r.median.donePerSec, 2)} done/s, ${fmt(r.median.jobsPerCpuSec, 2)} jobs/CPU-s (medians)`,
+    `done/s ${list(r.donePerSec)}; jobs per CPU-s ${list(r.jobsPerCpuSec)}`,
+  ];
+}
+
 function hubPhases(r: BenchResults): [string, PhaseFigures][] {
   const s = r.scenarios;
   const out: [string, PhaseFigures | undefined][] = [

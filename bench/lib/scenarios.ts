@@ -2,6 +2,7 @@
  * The benchmark's scenarios, each a sequence of measured phases (phase.ts) against the hub, the
  * ceiling and every peer that runs, with the same load generator and the same receiver.
  */
+
 import { randomBytes } from "node:crypto";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { E2eResult, E2eSpec } from "../e2e.ts";
@@ -9,6 +10,7 @@ import { latencyStages, type StageFigure, stageTable } from "../latency-stages.t
 import type { LoadResult, LoadSpec } from "../load.ts";
 import { round } from "./common.ts";
 import { drainHub, watchBacklog } from "./drain.ts";
+import type { RoundRatios } from "./e2e-rounds.ts";
 import type { JetStreamMonitor } from "./jetstream.ts";
 import type { Peer, PeerName } from "./peers.ts";
 import { e2e, HUB_SERVICES, load, type Measured, measurePhase, type PhaseDeps } from "./phase.ts";
@@ -442,6 +444,9 @@ export async function measureIdle(ctx: BenchContext, windowSec: number) {
 export type IngressFigures = Awaited<ReturnType<typeof ingressScenario>>;
 export type ReplayFigures = Awaited<ReturnType<typeof replayScenario>>;
 export type GetFigures = Awaited<ReturnType<typeof getScenario>>;
-export type E2eScenarioFigures = Awaited<ReturnType<typeof e2eScenario>>;
+/** The e2e scenario's figures; `byRound` only from interleaved rounds (e2e-rounds.ts). */
+export type E2eScenarioFigures = Awaited<ReturnType<typeof e2eScenario>> & {
+  readonly byRound?: PerPeer<RoundRatios>;
+};
 export type PathFigures = Awaited<ReturnType<typeof pathsScenario>>;
 export type IdleFigures = Awaited<ReturnType<typeof measureIdle>>;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { medianRun } from "../../bench/lib/e2e-rounds.ts";
+import { median, medianRun, roundRatios } from "../../bench/lib/e2e-rounds.ts";
 import type { PhaseFigures } from "../../bench/lib/phase.ts";
 
 /** A closed loop of 10,000 jobs whose processes spent these CPU seconds. */
@@ -44,5 +44,36 @@ describe("medianRun: the round each system's e2e figures come from", () => {
 
   test("no rounds is an error, not an undefined median", () => {
     expect(() => medianRun([], ["a"])).toThrow("at least one run");
+  });
+});
+
+describe("roundRatios: the hub against a peer, round by round", () => {
+  /** A round's loop: its rate and its processes' CPU seconds over 10,000 jobs. */
+  const round = (completedPerSec: number, cpuSec: Record<string, number>) => ({
+    completedPerSec,
+    phase: { wallSec: 3, drainSec: 0.3, units: 10_000, unit: "job", cpuSec } satisfies PhaseFigures,
+  });
+
+  test("each round pairs the two loops it ran; jobs per CPU-s is the peer's CPU per job over the hub's", () => {
+    const hub = [round(2_000, { h: 5 }), round(1_500, { h: 6 }), round(2_200, { h: 4 })];
+    const peer = [round(2_500, { p: 4 }), round(1_500, { p: 6 }), round(2_000, { p: 5 })];
+    const r = roundRatios({ loops: hub, procs: ["h"] }, { loops: peer, procs: ["p"] });
+    expect(r.donePerSec).toEqual([0.8, 1, 1.1]);
+    expect(r.jobsPerCpuSec).toEqual([0.8, 1, 1.25]);
+    expect(r.median).toEqual({ donePerSec: 1, jobsPerCpuSec: 1 });
+  });
+
+  test("only each system's own processes count, and a round only one system ran is left out", () => {
+    const hub = [round(1_000, { h: 2, other: 9 }), round(1_000, { h: 2 })];
+    const peer = [round(1_000, { p: 3 })];
+    const r = roundRatios({ loops: hub, procs: ["h"] }, { loops: peer, procs: ["p"] });
+    expect(r.jobsPerCpuSec).toEqual([1.5]);
+    expect(r.donePerSec).toEqual([1]);
+  });
+
+  test("median: the middle value, or the mean of the two middle ones; NaN for none", () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([])).toBeNaN();
   });
 });
