@@ -12,8 +12,16 @@
  * The baseline checkout needs its node_modules and a harness with the warm-up (BENCH_WARMUP_JOBS):
  * a cold loop against a warm one would compare compilers, not trees.
  *
- * Env: COMPARE_PAIRS (default 5); BENCH_PEER (none), BENCH_E2E_JOBS (10000), BENCH_SETTLE_SEC (5)
- * and BENCH_IDLE_SEC (5) unless set; any other BENCH_* setting goes to both runs as it is.
+ * With COMPARE_TOGETHER=1 the two runs of a pair go at the same time instead, each with its own
+ * nats-server, hub and load, so whatever the VM does in that minute it does to both. They share
+ * the two cores, so each hub's µs per job is higher than alone and only the ratios mean anything;
+ * the loops are longer (BENCH_E2E_JOBS 30000) so they overlap despite the two start-ups. Two runs
+ * of the same tree this way differed by 0.4–2.2 %, against 1–32 % for consecutive runs alone
+ * (docs/performance.md, "Comparing two trees").
+ *
+ * Env: COMPARE_PAIRS (default 5); COMPARE_TOGETHER (0); BENCH_PEER (none), BENCH_E2E_JOBS (10000,
+ * together 30000), BENCH_SETTLE_SEC (5) and BENCH_IDLE_SEC (5) unless set; any other BENCH_*
+ * setting goes to both runs as it is.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -21,6 +29,7 @@ import { ROOT } from "./lib/common.ts";
 import { type HubCost, hubCostOf, summarizePairs } from "./lib/compare.ts";
 
 const PAIRS = Number(process.env.COMPARE_PAIRS ?? 5);
+const TOGETHER = process.env.COMPARE_TOGETHER === "1";
 const tty = process.stderr.isTTY === true;
 
 function fail(message: string): never {
@@ -45,7 +54,7 @@ function checkBaseline(path: string | undefined): string {
 async function runOnce(root: string): Promise<{ cost: HubCost; warmupJobs?: number }> {
   const env = {
     BENCH_PEER: "none",
-    BENCH_E2E_JOBS: "10000",
+    BENCH_E2E_JOBS: TOGETHER ? "30000" : "10000",
     BENCH_SETTLE_SEC: "5",
     BENCH_IDLE_SEC: "5",
     ...process.env,
@@ -72,34 +81,67 @@ async function runOnce(root: string): Promise<{ cost: HubCost; warmupJobs?: numb
 const fmt = (n: number, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits }) : "–";
 
+type Which = "candidate" | "baseline";
+type Pair = Record<Which, HubCost>;
+
+/** One pair: the two runs one after the other (the order flipped every pair), or at once. */
+async function runPair(
+  trees: Record<Which, string>,
+  i: number,
+  progress: (which: string, done: number) => void,
+): Promise<Pair> {
+  const report = (which: Which, run: { cost: HubCost }) =>
+    process.stdout.write(`${which} ${run.cost.tree}: ${fmt(run.cost.hub)} µs per job\n`);
+  let runs: Record<Which, { cost: HubCost; warmupJobs?: number }>;
+  if (TOGETHER) {
+    progress("both at once", i * 2);
+    const [candidate, baseline] = await Promise.all([
+      runOnce(trees.candidate),
+      runOnce(trees.baseline),
+    ]);
+    runs = { candidate, baseline };
+    report("candidate", candidate);
+    report("baseline", baseline);
+  } else {
+    const order: readonly Which[] =
+      i % 2 === 0 ? ["candidate", "baseline"] : ["baseline", "candidate"];
+    const done: Partial<typeof runs> = {};
+    for (const which of order) {
+      progress(which, i * 2 + (which === order[0] ? 0 : 1));
+      const run = await runOnce(trees[which]);
+      done[which] = run;
+      report(which, run);
+    }
+    runs = done as typeof runs;
+  }
+  if (runs.candidate.warmupJobs !== runs.baseline.warmupJobs) {
+    throw new Error(
+      `the two harnesses warmed up differently: ${runs.candidate.warmupJobs}, ${runs.baseline.warmupJobs}`,
+    );
+  }
+  return { candidate: runs.candidate.cost, baseline: runs.baseline.cost };
+}
+
 async function main() {
+  if (!["0", "1", undefined].includes(process.env.COMPARE_TOGETHER)) {
+    fail(`COMPARE_TOGETHER must be 0 or 1; got '${process.env.COMPARE_TOGETHER}'`);
+  }
+  if (!Number.isInteger(PAIRS) || PAIRS < 1) {
+    fail(`COMPARE_PAIRS must be a whole number of at least 1; got '${process.env.COMPARE_PAIRS}'`);
+  }
   const baseline = checkBaseline(process.argv[2]);
   const trees = { candidate: ROOT, baseline };
-  const pairs: { candidate: HubCost; baseline: HubCost }[] = [];
+  const pairs: Pair[] = [];
   const started = Date.now();
-  for (let i = 0; i < PAIRS; i++) {
-    const order =
-      i % 2 === 0 ? (["candidate", "baseline"] as const) : (["baseline", "candidate"] as const);
-    const pair: Partial<Record<"candidate" | "baseline", HubCost>> = {};
-    const warmups = new Set<number | undefined>();
-    for (const which of order) {
-      if (tty) {
-        const done = i * 2 + (which === order[0] ? 0 : 1);
-        const eta =
-          done === 0
-            ? ""
-            : `, about ${fmt((((Date.now() - started) / done) * (PAIRS * 2 - done)) / 60_000, 1)} min left`;
-        process.stderr.write(`\rpair ${i + 1}/${PAIRS}: ${which}${eta}      `);
-      }
-      const run = await runOnce(trees[which]);
-      warmups.add(run.warmupJobs);
-      pair[which] = run.cost;
-      process.stdout.write(`${which} ${run.cost.tree}: ${fmt(run.cost.hub)} µs per job\n`);
-    }
-    if (warmups.size > 1)
-      throw new Error(`the two harnesses warmed up differently: ${[...warmups]}`);
-    pairs.push(pair as { candidate: HubCost; baseline: HubCost });
-  }
+  const progress = (which: string, done: number) => {
+    if (!tty) return;
+    const eta =
+      done === 0
+        ? ""
+        : `, about ${fmt((((Date.now() - started) / done) * (PAIRS * 2 - done)) / 60_000, 1)} min left`;
+    process.stderr.write(`\rpair ${Math.floor(done / 2) + 1}/${PAIRS}: ${which}${eta}      `);
+  };
+  for (let i = 0; i < PAIRS; i++) pairs.push(await runPair(trees, i, progress));
   if (tty) process.stderr.write("\n");
   const s = summarizePairs(pairs);
   process.stdout.write("\nµs per job, medians | candidate | baseline | ratio\n");
@@ -112,6 +154,11 @@ async function main() {
   process.stdout.write(
     `\nwhole hub, candidate ÷ baseline: median of ${s.pairs} pair ratios ${fmt(s.pairRatio.median, 2)} (${fmt(s.pairRatio.min, 2)}–${fmt(s.pairRatio.max, 2)}), ratio of medians ${fmt(s.ratioOfMedians, 2)}\n`,
   );
+  if (TOGETHER) {
+    process.stdout.write(
+      "(each pair ran at once, sharing the cores: the µs per job are above a run alone; the ratios are the figures)\n",
+    );
+  }
 }
 
 main().catch((err: unknown) => {

@@ -9,6 +9,7 @@
  * round by round (`byRound`): the two loops of a round ran minutes apart at most, so a pace change
  * between rounds moves both.
  */
+import { median } from "./compare.ts";
 import type { Peer } from "./peers.ts";
 import { cpuUsPerUnit, HUB_PROCS, type PhaseFigures } from "./phase.ts";
 import { type BenchContext, type E2eFigures, e2ePhase, type PerPeer, ratios } from "./scenarios.ts";
@@ -39,16 +40,6 @@ export interface RoundRatios {
   readonly donePerSec: readonly number[];
   readonly jobsPerCpuSec: readonly number[];
   readonly median: { readonly donePerSec: number; readonly jobsPerCpuSec: number };
-}
-
-/** The median of `values` (the mean of the two middle ones for an even count). */
-export function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /**

@@ -76,3 +76,27 @@ describe("summarizePairs", () => {
     expect(median([])).toBeNaN();
   });
 });
+
+describe("bench/compare.ts settings", () => {
+  const run = async (env: Record<string, string>) => {
+    const proc = Bun.spawn([process.execPath, "bench/compare.ts", "."], {
+      env: { ...process.env, ...env },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    return { stderr, code };
+  };
+
+  test("a COMPARE_TOGETHER other than 0 or 1 stops it with a message naming the key", async () => {
+    const { stderr, code } = await run({ COMPARE_TOGETHER: "yes" });
+    expect(code).toBe(2);
+    expect(stderr).toContain("COMPARE_TOGETHER must be 0 or 1; got 'yes'");
+  });
+
+  test("a COMPARE_PAIRS below 1 stops it with a message naming the key", async () => {
+    const { stderr, code } = await run({ COMPARE_PAIRS: "0" });
+    expect(code).toBe(2);
+    expect(stderr).toContain("COMPARE_PAIRS must be a whole number of at least 1; got '0'");
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { median, medianRun, roundRatios } from "../../bench/lib/e2e-rounds.ts";
+import { medianRun, roundRatios } from "../../bench/lib/e2e-rounds.ts";
 import type { PhaseFigures } from "../../bench/lib/phase.ts";
 
 /** A closed loop of 10,000 jobs whose processes spent these CPU seconds. */
@@ -69,11 +69,5 @@ describe("roundRatios: the hub against a peer, round by round", () => {
     const r = roundRatios({ loops: hub, procs: ["h"] }, { loops: peer, procs: ["p"] });
     expect(r.jobsPerCpuSec).toEqual([1.5]);
     expect(r.donePerSec).toEqual([1]);
-  });
-
-  test("median: the middle value, or the mean of the two middle ones; NaN for none", () => {
-    expect(median([3, 1, 2])).toBe(2);
-    expect(median([4, 1, 3, 2])).toBe(2.5);
-    expect(median([])).toBeNaN();
   });
 });
