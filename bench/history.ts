@@ -32,9 +32,35 @@ export interface RecordedRun {
         readonly closed: { readonly phase: PhaseWork };
         readonly rate: { readonly phase: PhaseWork };
       };
+      /** The hub ÷ each peer round by round (BENCH_E2E_ROUNDS > 1). */
+      readonly byRound?: Readonly<Record<string, RoundRatiosRecord>>;
     };
   };
   readonly goals: readonly GoalRow[];
+}
+
+interface RoundRatiosRecord {
+  readonly donePerSec: readonly number[];
+  readonly jobsPerCpuSec: readonly number[];
+  readonly median: { readonly donePerSec: number; readonly jobsPerCpuSec: number };
+}
+
+/** "median (lowest–highest)" of a list of ratios. */
+function spread(values: readonly number[], median: number): string {
+  return `${fmtNum(median, 2)} (${fmtNum(Math.min(...values), 2)}–${fmtNum(Math.max(...values), 2)})`;
+}
+
+/** The hub ÷ each peer round by round: the medians and ranges, one clause per peer. */
+function byRoundLine(
+  byRound: Readonly<Record<string, RoundRatiosRecord>> | undefined,
+): string | null {
+  const peers = Object.entries(byRound ?? {});
+  if (peers.length === 0) return null;
+  const clauses = peers.map(
+    ([peer, r]) =>
+      `${peer}: done/s ${spread(r.donePerSec, r.median.donePerSec)}, jobs per CPU-second ${spread(r.jobsPerCpuSec, r.median.jobsPerCpuSec)}`,
+  );
+  return `The hub ÷ each peer round by round, median (range): ${clauses.join("; ")}.`;
 }
 
 interface PhaseWork {
@@ -86,6 +112,7 @@ export function summarise(run: RecordedRun, resultsFile: string): string {
   const work = [
     jetstreamLine("JetStream work per job, e2e closed loop", e2e?.closed.phase),
     jetstreamLine(`At ${String(run.settings.rate ?? "the open loop's")} jobs/s`, e2e?.rate.phase),
+    byRoundLine(run.scenarios.e2e?.byRound),
   ].filter((line): line is string => line !== null);
   return [
     `Run of ${runTime(run.startedAt)}: scenarios ${scenarios}; peers ${peers}; hub ${v.hub ?? "?"}, ` +

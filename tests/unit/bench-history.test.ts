@@ -84,6 +84,27 @@ describe("summarise", () => {
     expect(summarise(one, "r.json").split("\n")[0]).toContain("scenarios ingress, e2e; peers");
   });
 
+  test("with rounds, the hub's ratio to each peer round by round: median and range", () => {
+    const base = run("2026-11-28T07:44:09.540Z");
+    const e2e = base.scenarios.e2e;
+    if (!e2e) throw new Error("the fixture has an e2e scenario");
+    const byRound = {
+      "bullmq-node": {
+        donePerSec: [1.12, 1, 1.12, 0.89, 0.96],
+        jobsPerCpuSec: [1.07, 0.94, 1.04, 0.83, 0.91],
+        median: { donePerSec: 1, jobsPerCpuSec: 0.94 },
+      },
+    };
+    const summary = summarise(
+      { ...base, scenarios: { ...base.scenarios, e2e: { ...e2e, byRound } } },
+      "r.json",
+    );
+    expect(summary).toContain(
+      "The hub ÷ each peer round by round, median (range): bullmq-node: done/s 1.00 (0.89–1.12), jobs per CPU-second 0.94 (0.83–1.07).",
+    );
+    expect(summarise(base, "r.json")).not.toContain("round by round");
+  });
+
   test("one table row per goal, with both floors and the status the report gives", () => {
     expect(text).toContain(
       "| e2e done/s ÷ BullMQ ≥ 1.00 | 0.33 (831 vs 2,537/s) | 0.70 | 0.47 | missed; out of reach (the floor misses too) |",
