@@ -8,6 +8,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import type { RoundRatios } from "./lib/e2e-rounds.ts";
 import { fmtNum, type GoalRow, status } from "./lib/goals.ts";
 import type { CostTotals } from "./lib/jetstream.ts";
 
@@ -33,16 +34,10 @@ export interface RecordedRun {
         readonly rate: { readonly phase: PhaseWork };
       };
       /** The hub ÷ each peer round by round (BENCH_E2E_ROUNDS > 1). */
-      readonly byRound?: Readonly<Record<string, RoundRatiosRecord>>;
+      readonly byRound?: Readonly<Record<string, RoundRatios>>;
     };
   };
   readonly goals: readonly GoalRow[];
-}
-
-interface RoundRatiosRecord {
-  readonly donePerSec: readonly number[];
-  readonly jobsPerCpuSec: readonly number[];
-  readonly median: { readonly donePerSec: number; readonly jobsPerCpuSec: number };
 }
 
 /** "median (lowest–highest)" of a list of ratios. */
@@ -51,9 +46,7 @@ function spread(values: readonly number[], median: number): string {
 }
 
 /** The hub ÷ each peer round by round: the medians and ranges, one clause per peer. */
-function byRoundLine(
-  byRound: Readonly<Record<string, RoundRatiosRecord>> | undefined,
-): string | null {
+function byRoundLine(byRound: Readonly<Record<string, RoundRatios>> | undefined): string | null {
   const peers = Object.entries(byRound ?? {});
   if (peers.length === 0) return null;
   const clauses = peers.map(

@@ -189,7 +189,6 @@ function scenarioRows(r: BenchResults): string[][] {
   return rows;
 }
 
-/** The hub phases whose nats-server counters were read, with what they are divided by. */
 /** The hub ÷ a peer round by round: the medians, then each round's ratios. */
 function byRoundCells(r: RoundRatios): [string, string] {
   const list = (xs: readonly number[]) => xs.map((x) => fmt(x, 2)).join(", ");
@@ -199,6 +198,7 @@ function byRoundCells(r: RoundRatios): [string, string] {
   ];
 }
 
+/** The hub phases whose nats-server counters were read, with what they are divided by. */
 function hubPhases(r: BenchResults): [string, PhaseFigures][] {
   const s = r.scenarios;
   const out: [string, PhaseFigures | undefined][] = [

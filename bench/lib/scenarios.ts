@@ -2,7 +2,6 @@
  * The benchmark's scenarios, each a sequence of measured phases (phase.ts) against the hub, the
  * ceiling and every peer that runs, with the same load generator and the same receiver.
  */
-
 import { randomBytes } from "node:crypto";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import type { E2eResult, E2eSpec } from "../e2e.ts";

@@ -9,6 +9,7 @@ import {
   median,
   summarizePairs,
 } from "../../bench/lib/compare.ts";
+import { runToEnd } from "../helpers/run.ts";
 
 function results(cpuSec: Record<string, number>, hub?: string[]): ComparedResults {
   return {
@@ -78,15 +79,8 @@ describe("summarizePairs", () => {
 });
 
 describe("bench/compare.ts settings", () => {
-  const run = async (env: Record<string, string>) => {
-    const proc = Bun.spawn([process.execPath, "bench/compare.ts", "."], {
-      env: { ...process.env, ...env },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
-    return { stderr, code };
-  };
+  const run = (env: Record<string, string>) =>
+    runToEnd([process.execPath, "bench/compare.ts", "."], { env: { ...process.env, ...env } });
 
   test("a COMPARE_TOGETHER other than 0 or 1 stops it with a message naming the key", async () => {
     const { stderr, code } = await run({ COMPARE_TOGETHER: "yes" });

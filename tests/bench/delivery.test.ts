@@ -4,20 +4,10 @@
  * message naming the key.
  */
 import { describe, expect, test } from "bun:test";
+import { runToEnd } from "../helpers/run.ts";
 
-const run = async (env: Record<string, string>) => {
-  const proc = Bun.spawn([process.execPath, "bench/delivery.ts"], {
-    env: { ...process.env, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
-};
+const run = (env: Record<string, string>) =>
+  runToEnd([process.execPath, "bench/delivery.ts"], { env: { ...process.env, ...env } });
 
 describe("bench/delivery.ts", () => {
   test("prints the consumer's and nats-server's CPU per delivery for each settlement", async () => {
