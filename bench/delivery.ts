@@ -22,6 +22,7 @@ import { AckPolicy, type JetStreamClient, jetstream, jetstreamManager } from "@n
 import { connect } from "@nats-io/transport-node";
 import { headersOf, startNatsServer } from "../shared/nats/index.ts";
 import { round } from "./lib/common.ts";
+import { median } from "./lib/compare.ts";
 
 const COUNT = Number(process.env.DELIVERY_COUNT ?? 60_000);
 const ROUNDS = Number(process.env.DELIVERY_ROUNDS ?? 3);
@@ -120,8 +121,6 @@ try {
       results.set(settlement, kept);
     }
   }
-  const median = (values: number[]) =>
-    [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
   console.log(
     `CPU per delivery, µs (median of ${ROUNDS} rounds of ${COUNT}): consumer | nats-server`,
   );
