@@ -22,6 +22,7 @@
 import { checkEvent, decodeEvent, encodeEvent } from "../shared/bus/index.ts";
 import type { JobEvent } from "../shared/domain/index.ts";
 import { round } from "./lib/common.ts";
+import { commonPathEvents } from "./lib/job-events.ts";
 
 const env = process.env;
 const ITERATIONS = Number(env.DECODE_ITERATIONS ?? 20_000);
@@ -29,53 +30,19 @@ const ROUNDS = Number(env.DECODE_ROUNDS ?? 21);
 const INPUT_BYTES = Number(env.DECODE_INPUT_BYTES ?? 1024);
 const HUB_US_PER_JOB = Number(env.DECODE_HUB_US ?? 800);
 
-const now = "2026-11-26T16:00:00.000Z";
-const ref = { job_id: "job_Q2hhbmdlIGlzIGdvb2Qx", client_id: "bench" };
 /** A JSON document as text, as tool calls send their arguments. */
 const input = JSON.stringify({
   query: "x".repeat(Math.max(0, INPUT_BYTES - 40)),
   limit: 20,
 });
-const run = {
-  request_id: "req-0001",
-  route: "bench.echo",
-  created_at: now,
-  callback_url: "http://127.0.0.1:9000/cb",
-};
-
 /** The common path's events of one job, as the ingress, the executor and the callback write them. */
-const EVENTS: readonly JobEvent[] = [
-  {
-    id: "evt_AAAAAAAAAAAAAAAAAAAAAA",
-    type: "run.requested",
-    schema_version: 1,
-    ...ref,
-    occurred_at: now,
-    data: {
-      request_id: run.request_id,
-      route: run.route,
-      input,
-      callback_url: run.callback_url,
-      fingerprint: "0".repeat(64),
-    },
-  },
-  {
-    id: "evt_BBBBBBBBBBBBBBBBBBBBBB",
-    type: "job.done",
-    schema_version: 1,
-    ...ref,
-    occurred_at: now,
-    data: { output: input, run },
-  },
-  {
-    id: "evt_CCCCCCCCCCCCCCCCCCCCCC",
-    type: "callback.delivered",
-    schema_version: 1,
-    ...ref,
-    occurred_at: now,
-    data: { attempts: 1, status_code: 204, duration_ms: 1.2 },
-  },
-];
+const EVENTS = commonPathEvents({
+  jobId: "job_Q2hhbmdlIGlzIGdvb2Qx",
+  clientId: "bench",
+  input,
+  at: "2026-11-26T16:00:00.000Z",
+  idSuffix: "AAAAAAAAAAAAAAAAAAAAA",
+});
 
 /**
  * Consumers that decode each event of a job on the common path (docs/architecture.md, "The lean

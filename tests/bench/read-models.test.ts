@@ -1,0 +1,43 @@
+/**
+ * bench/read-models.ts end to end on a small count: it starts its own nats-server, runs the read
+ * models in its process, and prints their CPU per job (user and system), nats-server's and its
+ * peak RSS; a bad setting stops it with a message naming the key.
+ */
+import { describe, expect, test } from "bun:test";
+import { runToEnd } from "../helpers/run.ts";
+
+const run = (env: Record<string, string>) =>
+  runToEnd([process.execPath, "bench/read-models.ts"], { env: { ...process.env, ...env } });
+
+const FIGURE = "(\\d+(?:\\.\\d+)?)";
+
+describe("bench/read-models.ts", () => {
+  test("prints the read models' CPU per job, nats-server's and the peak RSS", async () => {
+    const { stdout, stderr, code } = await run({
+      READ_MODELS_JOBS: "300",
+      READ_MODELS_ROUNDS: "1",
+      READ_MODELS_RATE: "1000",
+    });
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    const round = new RegExp(
+      `^round 1: read models ${FIGURE} µs/job \\(user ${FIGURE}, system ${FIGURE}\\), nats-server ${FIGURE}$`,
+      "m",
+    ).exec(stdout);
+    expect(round).not.toBeNull();
+    const [all, user, system] = (round ?? []).slice(1, 4).map(Number);
+    expect(all).toBeGreaterThan(0);
+    expect(all).toBeCloseTo((user ?? 0) + (system ?? 0), 0);
+    const summary = new RegExp(
+      `^read models \\(index on, 300 jobs at 1000/s, median of 1\\): ${FIGURE} µs/job .*; peak RSS ${FIGURE} MB$`,
+      "m",
+    ).exec(stdout);
+    expect(Number(summary?.[2])).toBeGreaterThan(0);
+  }, 60_000);
+
+  test("a READ_MODELS_RATE below its least stops it with a message naming the key", async () => {
+    const { stderr, code } = await run({ READ_MODELS_RATE: "10" });
+    expect(code).toBe(2);
+    expect(stderr).toContain("READ_MODELS_RATE must be a whole number of at least 100; got '10'");
+  });
+});
