@@ -15,13 +15,13 @@
  * each round. Publishing happens before any round and is not counted.
  * Env: DELIVERY_COUNT (default 60000), DELIVERY_ROUNDS (default 3).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AckPolicy, type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { headersOf, startNatsServer } from "../shared/nats/index.ts";
-import { round } from "./lib/common.ts";
+import { cpuSec, round } from "./lib/common.ts";
 import { median } from "./lib/compare.ts";
 
 const COUNT = Number(process.env.DELIVERY_COUNT ?? 60_000);
@@ -37,8 +37,6 @@ for (const [key, value] of [
     process.exit(2);
   }
 }
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
-const TICKS_PER_SEC = 100;
 const STREAM = "DELIVERY";
 
 const SETTLEMENTS = {
@@ -59,12 +57,6 @@ const body = new TextEncoder().encode(
     data: { route: "bench.echo", input: "x".repeat(40), callback_url: "http://127.0.0.1:1/cb" },
   }).padEnd(560, " "),
 );
-
-function serverCpuUs(pid: number): number {
-  // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-  const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SEC;
-}
 
 async function fill(js: JetStreamClient): Promise<void> {
   const inFlight: Promise<unknown>[] = [];
@@ -94,7 +86,7 @@ try {
       max_ack_pending: 20_000,
     });
     const consumer = await js.consumers.get(STREAM, name);
-    const server0 = serverCpuUs(server.pid);
+    const server0 = cpuSec(server.pid) * 1e6;
     const client0 = process.cpuUsage();
     let n = 0;
     for await (const msg of await consumer.consume({ max_messages: 1_000 })) {
@@ -104,7 +96,7 @@ try {
     }
     await nc.flush();
     const client = process.cpuUsage(client0);
-    const serverUs = serverCpuUs(server.pid) - server0;
+    const serverUs = cpuSec(server.pid) * 1e6 - server0;
     await jsm.consumers.delete(STREAM, name);
     return { client: (client.user + client.system) / COUNT, server: serverUs / COUNT };
   };

@@ -40,7 +40,7 @@ import { createLogger } from "../shared/log/index.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
 import { openSqliteIndex } from "../shared/search/index.ts";
 import { ALLOCATOR_ENV } from "./lib/allocator-env.ts";
-import { round } from "./lib/common.ts";
+import { cpuSec, round } from "./lib/common.ts";
 import { median } from "./lib/compare.ts";
 import { commonPathEvents } from "./lib/job-events.ts";
 
@@ -59,8 +59,8 @@ const RATE = setting("READ_MODELS_RATE", 1_000, 100);
 const ROUNDS = setting("READ_MODELS_ROUNDS", 5, 1);
 const INDEX = setting("READ_MODELS_INDEX", 1, 0) === 1;
 const TICK_MS = 10;
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
-const TICKS_PER_SEC = 100;
+/** How long the read models may take, after the last publish, to have written every event. */
+const CAUGHT_UP_MS = 120_000;
 const CLIENT = "bench";
 
 /** The child's side: publishes jobs [from, from + count) at `rate` jobs/s, then exits. */
@@ -97,12 +97,6 @@ async function publish(natsUrl: string, from: number, count: number): Promise<vo
   await nc.close();
 }
 
-function serverCpuUs(pid: number): number {
-  // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-  const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SEC;
-}
-
 function hubYaml(natsUrl: string, indexPath: string): string {
   return `
 index: { enabled: ${INDEX}, sqlite_path: "${indexPath}" }
@@ -118,12 +112,6 @@ routes:
   - key: bench.echo
     executor: { kind: builtin, name: echo }
 `;
-}
-
-/** CPU µs of this process so far, user and system apart. */
-function selfCpuUs(): { user: number; system: number } {
-  const { user, system } = process.cpuUsage();
-  return { user, system };
 }
 
 interface RoundFigures {
@@ -154,32 +142,36 @@ async function main(): Promise<void> {
     const indexStore = openSqliteIndex(indexPath);
     const stream = SINGLE_PARTITION_LAYOUT.stream(0);
 
-    /** Resolves once the view and (with the index on) the index have every event of the stream. */
+    /**
+     * Resolves once the view and (with the index on) the index have every event of the stream;
+     * a read model still behind after CAUGHT_UP_MS stops the harness.
+     */
     const caughtUp = async () => {
       const last = (await jsm.streams.info(stream)).state.last_seq;
-      for (;;) {
+      for (const deadline = Date.now() + CAUGHT_UP_MS; Date.now() < deadline; ) {
         const view = await jsm.consumers.info(stream, TOPOLOGY.consumers.projector);
         const index = INDEX ? (await indexStore.position(0)).appliedSeq : last;
         if (view.ack_floor.stream_seq >= last && index >= last) return;
         await Bun.sleep(50);
       }
+      throw new Error(`the read models did not reach event ${last} within ${CAUGHT_UP_MS} ms`);
     };
 
     /** One round of `count` jobs from job number `from`. */
     const measure = async (from: number, count: number): Promise<RoundFigures> => {
       Bun.gc(true);
-      const server0 = serverCpuUs(server.pid);
-      const self0 = selfCpuUs();
+      const server0 = cpuSec(server.pid) * 1e6;
+      const self0 = process.cpuUsage();
       const publisher = Bun.spawn(
         [process.execPath, import.meta.path, "publish", server.url, `${from}`, `${count}`],
         { stdout: "inherit", stderr: "inherit", env },
       );
       if ((await publisher.exited) !== 0) throw new Error("the publisher failed");
       await caughtUp();
-      const self = selfCpuUs();
-      const user = (self.user - self0.user) / count;
-      const system = (self.system - self0.system) / count;
-      const natsServer = (serverCpuUs(server.pid) - server0) / count;
+      const self = process.cpuUsage(self0);
+      const user = self.user / count;
+      const system = self.system / count;
+      const natsServer = (cpuSec(server.pid) * 1e6 - server0) / count;
       return { user, system, readModels: user + system, natsServer };
     };
 
