@@ -4,7 +4,7 @@ import type { JobReader } from "../../shared/jobs/index.ts";
 import type { JsonShapeLimits } from "../../shared/json/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
-import type { EgressPolicy } from "../../shared/net/index.ts";
+import type { EgressChecker } from "../../shared/net/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import { type ClientAuthDeps, createClientAuth } from "./client-auth.ts";
 import type { ExecutorReportHandler } from "./executor-reports.ts";
@@ -35,7 +35,7 @@ export interface IngressPluginDeps extends ClientAuthDeps {
   readonly ready: () => Promise<boolean>;
   readonly openapi: unknown;
   /** Egress policy for callback_url (callbacks.allow_cidrs / allow_private); default: public only. */
-  readonly callbackPolicy?: EgressPolicy;
+  readonly callbackUrls?: EgressChecker;
   /** Counters for run answers (exposed on the admin port, never here). */
   readonly metrics?: HubMetrics;
   /** GET /jobs and POST /jobs/{job_id}/cancel (jobs-api.ts). */

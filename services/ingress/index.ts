@@ -25,6 +25,7 @@ import {
 import type { Logger } from "../../shared/log/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { redactUrl } from "../../shared/nats/index.ts";
+import { createEgressChecker } from "../../shared/net/index.ts";
 import type { IndexStore } from "../../shared/search/index.ts";
 import type { Tracing } from "../../shared/telemetry/index.ts";
 import { createIngressPlugins, type IngressLimits, type IngressPlugins } from "./app.ts";
@@ -159,7 +160,7 @@ export async function createIngress(deps: IngressDeps): Promise<Ingress> {
     natsConnected: hub.connected,
     ready: async () => !state.draining && (await hub.topologyReady()),
     openapi: buildOpenApiDocument(),
-    callbackPolicy: callbackEgressPolicy(config.callbacks),
+    callbackUrls: createEgressChecker(callbackEgressPolicy(config.callbacks)),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
     executorReports: await executorReportsOf(deps, maxBodyBytes),

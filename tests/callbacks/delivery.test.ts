@@ -296,6 +296,19 @@ describe("SSRF guard", () => {
     expect(body.errors).toEqual([{ pointer: "/callback_url", message: body.detail }]);
   });
 
+  test("the same refused callback_url is refused again (the ingress remembers the verdict)", async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await hub.run(TOKENS.acme, {
+        request_id: rid(),
+        route: "demo.echo",
+        input: "x",
+        callback_url: "http://10.9.8.7/again",
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { detail: string }).detail).toContain("(rfc1918)");
+    }
+  });
+
   test("a client without a signing secret cannot ask for a callback (400)", async () => {
     const res = await hub.run(TOKENS.nosecret, {
       request_id: rid(),

@@ -6,7 +6,7 @@ import { readJsonBody } from "../../../shared/http/index.ts";
 import type { JsonShapeLimits } from "../../../shared/json/index.ts";
 import type { Logger } from "../../../shared/log/index.ts";
 import type { HubMetrics } from "../../../shared/metrics/index.ts";
-import type { EgressPolicy } from "../../../shared/net/index.ts";
+import { createEgressChecker, type EgressChecker } from "../../../shared/net/index.ts";
 import { endWhenSettled, NO_TRACING, type Tracing } from "../../../shared/telemetry/index.ts";
 import { traceIdOf, traceparentFrom } from "../../../shared/trace/index.ts";
 import type { AuthenticateClient } from "../client-auth.ts";
@@ -26,8 +26,11 @@ export interface RunsPluginDeps {
   readonly logger: Logger;
   /** False while NATS is disconnected: answer 503 at once instead of waiting for a timeout. */
   readonly natsConnected: () => boolean;
-  /** Egress policy for callback_url (callbacks.allow_cidrs / allow_private); default: public only. */
-  readonly callbackPolicy?: EgressPolicy;
+  /**
+   * The egress policy's checks of callback_url (callbacks.allow_cidrs / allow_private), made once
+   * and remembered per URL; default: public addresses only.
+   */
+  readonly callbackUrls?: EgressChecker;
   /** Counters for run answers (exposed on the admin port, never here). */
   readonly metrics?: HubMetrics;
   /** The accept span of POST /run, whose context every event of the job carries. */
@@ -42,6 +45,7 @@ export interface RunsPluginDeps {
 export function runsPlugin(deps: RunsPluginDeps) {
   const { logger } = deps;
   const tracing = deps.tracing ?? NO_TRACING;
+  const callbackUrls = deps.callbackUrls ?? createEgressChecker({});
   return new Elysia({ name: "ingress-runs", normalize: false }).post(
     "/run",
     async ({ request, server }) => {
@@ -65,7 +69,7 @@ export function runsPlugin(deps: RunsPluginDeps) {
         });
       }
       if (body.callback_url !== undefined) {
-        checkCallbackAtSubmit(client, body.callback_url, deps.callbackPolicy ?? {});
+        checkCallbackAtSubmit(client, body.callback_url, callbackUrls.url);
       }
       requireNats(deps.natsConnected);
       const incoming = request.headers.get("traceparent");
