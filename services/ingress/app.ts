@@ -34,7 +34,10 @@ export interface IngressPluginDeps extends ClientAuthDeps {
   /** /readyz: NATS connected, topology present, not draining. */
   readonly ready: () => Promise<boolean>;
   readonly openapi: unknown;
-  /** Egress policy for callback_url (callbacks.allow_cidrs / allow_private); default: public only. */
+  /**
+   * The egress policy's checks of callback_url (callbacks.allow_cidrs / allow_private), made once
+   * and remembered per URL; default: public addresses only.
+   */
   readonly callbackUrls?: EgressChecker;
   /** Counters for run answers (exposed on the admin port, never here). */
   readonly metrics?: HubMetrics;
