@@ -22,14 +22,19 @@
  *
  * Env: READ_MODELS_JOBS (per round, default 10000), READ_MODELS_RATE (jobs/s, default 1000),
  * READ_MODELS_ROUNDS (default 5), READ_MODELS_INDEX (1: the index on, the default; 0: off),
+ * READ_MODELS_BACKLOG (jobs; default 0: none): before the rounds, a child folds that many jobs
+ * into the view with the index off (published at READ_MODELS_BACKLOG_RATE jobs/s, default 5000),
+ * then this process starts with the index on and reports the index's catch-up (catchUp below),
  * READ_MODELS_ALLOCATOR_ENV (0: Bun's allocator defaults), READ_MODELS_LOG_LEVEL (warn).
  */
+import { heapSize, memoryUsage } from "bun:jsc";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { setupTopology, startServices } from "../services/runtime/index.ts";
+import { INDEX_CONSUMER } from "../services/indexer/index.ts";
+import { type RunningHub, setupTopology, startServices } from "../services/runtime/index.ts";
 import { hashToken } from "../shared/auth/index.ts";
 import { TOPOLOGY } from "../shared/bus/index.ts";
 import { systemClock } from "../shared/clock/index.ts";
@@ -58,16 +63,22 @@ const JOBS = setting("READ_MODELS_JOBS", 10_000, 100);
 const RATE = setting("READ_MODELS_RATE", 1_000, 100);
 const ROUNDS = setting("READ_MODELS_ROUNDS", 5, 1);
 const INDEX = setting("READ_MODELS_INDEX", 1, 0) === 1;
+const BACKLOG = setting("READ_MODELS_BACKLOG", 0, 0);
+const BACKLOG_RATE = setting("READ_MODELS_BACKLOG_RATE", 5_000, 100);
 const TICK_MS = 10;
 /** How long the read models may take, after the last publish, to have written every event. */
 const CAUGHT_UP_MS = 120_000;
 const CLIENT = "bench";
 
 /** The child's side: publishes jobs [from, from + count) at `rate` jobs/s, then exits. */
-async function publish(natsUrl: string, from: number, count: number): Promise<void> {
+async function publish(
+  natsUrl: string,
+  range: { readonly from: number; readonly count: number; readonly rate: number },
+): Promise<void> {
+  const { from, count, rate } = range;
   const nc = await connect({ servers: natsUrl, noAsyncTraces: true });
   const deps = { js: jetstream(nc), layout: SINGLE_PARTITION_LAYOUT };
-  const perTick = Math.max(1, Math.round((RATE * TICK_MS) / 1000));
+  const perTick = Math.max(1, Math.round((rate * TICK_MS) / 1000));
   const at = new Date().toISOString();
   const eventsOf = (i: number) =>
     commonPathEvents({
@@ -97,9 +108,9 @@ async function publish(natsUrl: string, from: number, count: number): Promise<vo
   await nc.close();
 }
 
-function hubYaml(natsUrl: string, indexPath: string): string {
+function hubYaml(natsUrl: string, index: { readonly path: string; readonly enabled: boolean }) {
   return `
-index: { enabled: ${INDEX}, sqlite_path: "${indexPath}" }
+index: { enabled: ${index.enabled}, sqlite_path: "${index.path}" }
 server: { host: 127.0.0.1, port: 0 }
 monitoring: { host: 127.0.0.1, port: 0 }
 nats: { url: "${natsUrl}", duplicate_window: 2m, partitions: 1 }
@@ -114,6 +125,45 @@ routes:
 `;
 }
 
+/** What startServices needs for the read models on `natsUrl`, the index on or off. */
+function serviceDeps(natsUrl: string, index: { readonly path: string; readonly enabled: boolean }) {
+  return {
+    config: parseConfig(hubYaml(natsUrl, index), {}, "bench/read-models.ts"),
+    logger: createLogger({
+      level: env.READ_MODELS_LOG_LEVEL ?? "warn",
+      service: "bench",
+      destination: process.stderr,
+    }),
+    clock: systemClock,
+    ids: randomIds,
+  };
+}
+
+/**
+ * The child's side of a backlog: the read models with the index off fold `count` jobs published
+ * at `rate`, as the e2e bench's index-off phase leaves the stream; exits once the view has them.
+ */
+async function foldBacklog(
+  natsUrl: string,
+  backlog: { readonly indexPath: string; readonly count: number; readonly rate: number },
+): Promise<void> {
+  const hub = await startServices(
+    ["projector", "indexer"],
+    serviceDeps(natsUrl, { path: backlog.indexPath, enabled: false }),
+  );
+  await publish(natsUrl, { from: 9_000_000, count: backlog.count, rate: backlog.rate });
+  const nc = await connect({ servers: natsUrl, noAsyncTraces: true });
+  const jsm = await jetstreamManager(nc);
+  const stream = SINGLE_PARTITION_LAYOUT.stream(0);
+  const last = (await jsm.streams.info(stream)).state.last_seq;
+  while (
+    (await jsm.consumers.info(stream, TOPOLOGY.consumers.projector)).ack_floor.stream_seq < last
+  )
+    await Bun.sleep(50);
+  await nc.close();
+  await hub.stop();
+}
+
 interface RoundFigures {
   /** This process's CPU µs per job: user, system and both. */
   readonly user: number;
@@ -122,36 +172,74 @@ interface RoundFigures {
   readonly natsServer: number;
 }
 
+/** This process's resident set now (VmRSS), in MB. */
+function rssMb(): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
+  return Math.round(Number(kb) / 1024);
+}
+
+/**
+ * Starts the read models with the index on over a stream whose backlog only the view has (the
+ * e2e bench's index-off phase leaves it so), and reports the index's catch-up: its time, and this
+ * process's resident set (sampled every 100 ms) and JavaScript heap at the highest sample.
+ */
+async function catchUp(deps: {
+  readonly start: () => Promise<RunningHub>;
+  readonly caughtUp: () => Promise<void>;
+}): Promise<RunningHub> {
+  Bun.gc(true);
+  const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
+  const before = rssMb();
+  let top = { rss: before, heap: mb(heapSize()) };
+  const sample = () => {
+    const rss = rssMb();
+    if (rss > top.rss) top = { rss, heap: mb(heapSize()) };
+  };
+  const timer = setInterval(sample, 100);
+  const started = performance.now();
+  const hub = await deps.start();
+  await deps.caughtUp();
+  const seconds = round((performance.now() - started) / 1000, 1);
+  clearInterval(timer);
+  sample();
+  console.log(
+    `catch-up of ${BACKLOG} jobs (${BACKLOG * 3} events): ${seconds} s; RSS ${before} MB before, ${top.rss} at most (JS heap ${top.heap} MB then), ${rssMb()} after; the allocator's peak commit ${mb(memoryUsage().peakCommit)} MB`,
+  );
+  return hub;
+}
+
 async function main(): Promise<void> {
   const storeDir = mkdtempSync(join(tmpdir(), "switchyard-read-models-"));
   const server = await startNatsServer({ storeDir, env });
   const nc = await connect({ servers: server.url, noAsyncTraces: true });
-  const logger = createLogger({
-    level: env.READ_MODELS_LOG_LEVEL ?? "warn",
-    service: "bench",
-    destination: process.stderr,
-  });
   const indexPath = join(storeDir, "index.sqlite");
-  const config = parseConfig(hubYaml(server.url, indexPath), {}, "bench/read-models.ts");
-  const deps = { config, logger, clock: systemClock, ids: randomIds };
+  const depsOf = (enabled: boolean) => serviceDeps(server.url, { path: indexPath, enabled });
   try {
-    await setupTopology(deps);
-    const hub = await startServices(["projector", "indexer"], deps);
+    await setupTopology(depsOf(INDEX));
     const jsm = await jetstreamManager(nc);
     // A second connection to the index, as the operator API reads its position.
     const indexStore = openSqliteIndex(indexPath);
     const stream = SINGLE_PARTITION_LAYOUT.stream(0);
+    const spawnPublisher = async (range: object, mode = "publish") => {
+      const publisher = Bun.spawn(
+        [process.execPath, import.meta.path, mode, server.url, JSON.stringify(range)],
+        { stdout: "inherit", stderr: "inherit", env },
+      );
+      if ((await publisher.exited) !== 0) throw new Error("the publisher failed");
+    };
 
     /**
      * Resolves once the view and (with the index on) the index have every event of the stream;
      * a read model still behind after CAUGHT_UP_MS stops the harness.
      */
-    const caughtUp = async () => {
+    const caughtUp = async (models = { view: true, index: INDEX }) => {
       const last = (await jsm.streams.info(stream)).state.last_seq;
       for (const deadline = Date.now() + CAUGHT_UP_MS; Date.now() < deadline; ) {
-        const view = await jsm.consumers.info(stream, TOPOLOGY.consumers.projector);
-        const index = INDEX ? (await indexStore.position(0)).appliedSeq : last;
-        if (view.ack_floor.stream_seq >= last && index >= last) return;
+        const view = models.view
+          ? (await jsm.consumers.info(stream, TOPOLOGY.consumers.projector)).ack_floor.stream_seq
+          : last;
+        const index = models.index ? (await indexStore.position(0)).appliedSeq : last;
+        if (view >= last && index >= last) return;
         await Bun.sleep(50);
       }
       throw new Error(`the read models did not reach event ${last} within ${CAUGHT_UP_MS} ms`);
@@ -162,11 +250,7 @@ async function main(): Promise<void> {
       Bun.gc(true);
       const server0 = cpuSec(server.pid) * 1e6;
       const self0 = process.cpuUsage();
-      const publisher = Bun.spawn(
-        [process.execPath, import.meta.path, "publish", server.url, `${from}`, `${count}`],
-        { stdout: "inherit", stderr: "inherit", env },
-      );
-      if ((await publisher.exited) !== 0) throw new Error("the publisher failed");
+      await spawnPublisher({ from, count, rate: RATE });
       await caughtUp();
       const self = process.cpuUsage(self0);
       const user = self.user / count;
@@ -175,6 +259,17 @@ async function main(): Promise<void> {
       return { user, system, readModels: user + system, natsServer };
     };
 
+    let hub: RunningHub;
+    if (BACKLOG > 0) {
+      await spawnPublisher({ indexPath, count: BACKLOG, rate: BACKLOG_RATE }, "backlog");
+      await jsm.consumers.delete(stream, INDEX_CONSUMER).catch(() => undefined);
+      hub = await catchUp({
+        start: () => startServices(["projector", "indexer"], depsOf(true)),
+        caughtUp: () => caughtUp({ view: false, index: true }),
+      });
+    } else {
+      hub = await startServices(["projector", "indexer"], depsOf(INDEX));
+    }
     await measure(0, JOBS);
     const rounds: RoundFigures[] = [];
     for (let r = 0; r < ROUNDS; r++) {
@@ -215,7 +310,9 @@ function serviceEnv(): Record<string, string | undefined> {
 }
 
 if (process.argv[2] === "publish") {
-  await publish(process.argv[3] ?? "", Number(process.argv[4]), Number(process.argv[5]));
+  await publish(process.argv[3] ?? "", JSON.parse(process.argv[4] ?? "{}"));
+} else if (process.argv[2] === "backlog") {
+  await foldBacklog(process.argv[3] ?? "", JSON.parse(process.argv[4] ?? "{}"));
 } else if (env.READ_MODELS_SERVICE_ENV === "1") {
   await main();
 } else {
