@@ -4,7 +4,6 @@ import { type EventLayout, readCreatedMs } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
-  type CatchUpCollector,
   createProjectionRunner,
   type RoundPacer,
   type SharedFeeds,
@@ -40,8 +39,6 @@ export interface IndexerDeps {
   readonly now?: () => number;
   /** Shared by the indexers of one process, one per partition: their round gap grows with them. */
   readonly pacer?: RoundPacer;
-  /** Shared by the read models of one process: garbage collected while one catches up. */
-  readonly catchUp?: CatchUpCollector;
   /**
    * The process runs the projector too: once caught up, this indexer folds the deliveries of its
    * partition's projector durable instead of its own (shared/projection/shared-feed.ts).
@@ -105,7 +102,6 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       backoffMs: { first: 100, max: 5_000 },
     },
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
-    ...(deps.catchUp ? { catchUp: deps.catchUp } : {}),
     ...(deps.feeds ? { feeds: { registry: deps.feeds, role: "follower" as const } } : {}),
   });
   let untrack = () => {};

@@ -6,7 +6,6 @@ import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
-  type CatchUpCollector,
   createProjectionRunner,
   type RoundPacer,
   type SharedFeeds,
@@ -47,8 +46,6 @@ export interface ProjectorDeps {
   readonly durable?: string;
   /** Shared by the projectors of one process, one per partition: their round gap grows with them. */
   readonly pacer?: RoundPacer;
-  /** Shared by the read models of one process: garbage collected while one catches up. */
-  readonly catchUp?: CatchUpCollector;
   /**
    * The process runs the indexer too: while this projector leads, its partition's indexer may
    * fold its deliveries instead of its own durable's (shared/projection/shared-feed.ts).
@@ -121,7 +118,6 @@ export function createProjector(deps: ProjectorDeps): Projector {
       backoffMs: { first: 50, max: 2_000 },
     },
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
-    ...(deps.catchUp ? { catchUp: deps.catchUp } : {}),
     ...(deps.feeds ? { feeds: { registry: deps.feeds, role: "host" as const } } : {}),
   });
 }

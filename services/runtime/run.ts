@@ -20,9 +20,6 @@ import { publishViewChanged } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import {
-  CATCH_UP_COLLECT_EVERY_MS,
-  type CatchUpCollector,
-  createCatchUpCollector,
   createRoundPacer,
   createSharedFeeds,
   type SharedFeeds,
@@ -251,18 +248,8 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   // stops first (in order), writing what it holds while its projector still feeds it.
   const feeds =
     groups.includes("projector") && groups.includes("indexer") ? createSharedFeeds() : undefined;
-  // One for all the read models here: their heap is the process's (catch-up-collector.ts).
-  const catchUp = createCatchUpCollector({
-    everyMs: CATCH_UP_COLLECT_EVERY_MS,
-    now: () => performance.now(),
-    collect: () => {
-      Bun.gc(true);
-      metrics.catchUpCollections.inc();
-    },
-  });
-  const read = { leases, feeds, catchUp };
-  if (services.includes("indexer")) await ctx.search.startIndexer({ stoppables, ...read });
-  if (leases && groups.includes("projector")) await startProjector(ctx, { ...read, leases });
+  if (services.includes("indexer")) await ctx.search.startIndexer({ stoppables, leases, feeds });
+  if (leases && groups.includes("projector")) await startProjector(ctx, { leases, feeds });
   // After the read models: each stops its slots first (writing what it holds, releasing each
   // claim), and the member record goes last.
   if (leases) stoppables.push({ name: "partition claims", stop: leases.stop });
@@ -290,13 +277,9 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
 
 async function startProjector(
   ctx: PartsContext,
-  read: {
-    readonly leases: ReadModelLeases;
-    readonly feeds: SharedFeeds | undefined;
-    readonly catchUp: CatchUpCollector;
-  },
+  read: { readonly leases: ReadModelLeases; readonly feeds: SharedFeeds | undefined },
 ): Promise<void> {
-  const { leases, feeds, catchUp } = read;
+  const { leases, feeds } = read;
   const { deps, hub, stoppables, metrics, tracing } = ctx;
   const { config, logger } = deps;
   const projectorLogger = logger.child({ component: "projector" });
@@ -319,7 +302,6 @@ async function startProjector(
       lingerMs: parseDuration(config.projector.linger),
       lease: leases.lease("projector", partition),
       pacer,
-      catchUp,
       ...(feeds ? { feeds } : {}),
       metrics,
       ...tracing,

@@ -1,11 +1,7 @@
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import {
-  type CatchUpCollector,
-  createRoundPacer,
-  type SharedFeeds,
-} from "../../shared/projection/index.ts";
+import { createRoundPacer, type SharedFeeds } from "../../shared/projection/index.ts";
 import {
   type IndexStore,
   openIndexStore,
@@ -44,10 +40,8 @@ export async function startSearchIndex(deps: {
       readonly leases: ReadModelLeases | undefined;
       /** The projector runs here too: the indexers fold its deliveries once caught up. */
       readonly feeds: SharedFeeds | undefined;
-      /** Shared with the projector here: garbage collected while a read model catches up. */
-      readonly catchUp: CatchUpCollector;
     }) {
-      const { stoppables, leases, feeds, catchUp } = options;
+      const { stoppables, leases, feeds } = options;
       if (!store || !leases) {
         // A warning where the indexer runs alone (a pod deployed for nothing), a note in `up`.
         const level = deps.services.length === 1 ? "warn" : "info";
@@ -83,7 +77,6 @@ export async function startSearchIndex(deps: {
           // One writer per partition at a time: the partition's lease (at P > 1 a claim).
           lease: leases.lease("indexer", partition),
           pacer,
-          catchUp,
           ...(feeds ? { feeds } : {}),
         });
         await indexer.start();

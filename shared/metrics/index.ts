@@ -20,8 +20,6 @@ export interface HubMetrics {
   readonly indexLag: Gauge;
   /** Age of the oldest event the projector has not applied yet (0 when caught up). */
   readonly projectorLagSeconds: Gauge;
-  /** Garbage collections a read-models process ran while catching up (shared/projection). */
-  readonly catchUpCollections: Counter;
   /** Pending (undelivered), ack pending and redelivered counts per durable consumer and stream. */
   readonly consumerPending: Gauge<"stream" | "consumer">;
   readonly consumerAckPending: Gauge<"stream" | "consumer">;
@@ -98,11 +96,6 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): HubMe
     projectorLagSeconds: new Gauge({
       name: "switchyard_projector_lag_seconds",
       help: "Age of the oldest event not yet applied to the job view (0 when caught up)",
-      registers,
-    }),
-    catchUpCollections: new Counter({
-      name: "switchyard_read_models_catch_up_collections_total",
-      help: "Full garbage collections the read models ran while catching up a backlog",
       registers,
     }),
     consumerPending: new Gauge({

@@ -1,9 +1,4 @@
 export { AckFloor } from "./ack-floor.ts";
-export {
-  CATCH_UP_COLLECT_EVERY_MS,
-  type CatchUpCollector,
-  createCatchUpCollector,
-} from "./catch-up-collector.ts";
 export { decodeDelivery } from "./decoded.ts";
 export { HeldJobs } from "./held.ts";
 export {

@@ -1,5 +1,4 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import type { CatchUpLane } from "./catch-up-collector.ts";
 import { type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
 import { ProjectionFencedError } from "./read-model.ts";
 import { createRounds, type RoundsDeps } from "./rounds.ts";
@@ -7,8 +6,6 @@ import { createRounds, type RoundsDeps } from "./rounds.ts";
 /** The rounds' deps (the lane sets `settles` at each start), and how the lane meets its runner. */
 export interface LaneDeps<State> extends Omit<RoundsDeps<State>, "settles"> {
   readonly pacer?: RoundPacer;
-  /** Told of each round, so the process collects garbage while this lane catches up. */
-  readonly catchUp?: CatchUpLane;
   /** Called when the lane takes messages off its queue (a pump waiting for room goes on). */
   readonly roomMade: () => void;
   /** Another writer owns the model's store: the lane has stopped and dropped what it held. */
@@ -70,7 +67,6 @@ export function createLane<State>(deps: LaneDeps<State>) {
     queue = queue.slice(batch.length);
     deps.roomMade();
     const exhausted = await rounds.round(batch, !running);
-    deps.catchUp?.roundEnded(batch.length >= pace.maxBatch);
     if (queue.length === 0 && running) drained?.();
     return { round: true, giveUp: exhausted && !running };
   };

@@ -4,7 +4,6 @@ import { isJsError } from "../bus/index.ts";
 import type { EventLayout } from "../jobs/index.ts";
 import { retryWhile } from "../lease/index.ts";
 import type { Logger } from "../log/index.ts";
-import type { CatchUpCollector } from "./catch-up-collector.ts";
 import { createLane } from "./lane.ts";
 import { type OwnDurable, takeOwnDurable } from "./own-durable.ts";
 import type { RoundPacer } from "./pacer.ts";
@@ -36,8 +35,6 @@ export interface ProjectionRunnerDeps<State> {
    * grows with the runners folding (pacer.ts). Without it each runner paces alone.
    */
   readonly pacer?: RoundPacer;
-  /** Shared by the runners of one process: collects garbage while one catches up a backlog. */
-  readonly catchUp?: CatchUpCollector;
   /**
    * The read models of one process share each partition's deliveries (shared-feed.ts): the job
    * view's runner hosts, the index's follows. Without it the runner always folds its own durable.
@@ -105,7 +102,6 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     durable,
     fence,
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
-    ...(deps.catchUp ? { catchUp: deps.catchUp.lane() } : {}),
     roomMade: () => own?.roomMade(),
     fenced: (err) => fence.refused(err.message),
   });

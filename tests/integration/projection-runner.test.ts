@@ -18,8 +18,6 @@ import {
   openLeaseBucket,
 } from "../../shared/lease/index.ts";
 import {
-  type CatchUpCollector,
-  createCatchUpCollector,
   createProjectionRunner,
   type Fence,
   ProjectionFencedError,
@@ -61,11 +59,7 @@ interface JobCount {
 }
 
 /** Counts a job's events per client; a job's event at or below its stored sequence is not new. */
-function countModel(
-  store: CountStore,
-  options: { readonly writer: string; readonly writeMs?: number },
-): ReadModel<JobCount> {
-  const { writer } = options;
+function countModel(store: CountStore, writer: string): ReadModel<JobCount> {
   let epoch = 0;
   const fold = (state: JobCount, _event: JobEvent, seq: number) => {
     if (seq > state.seq) {
@@ -97,7 +91,6 @@ function countModel(
     // acme's jobs are written at once; beta's wait for the linger (held, un-acked, meanwhile).
     settled: (state) => state.clientId === "acme",
     async write(batch, fence: Fence) {
-      if (options.writeMs) await Bun.sleep(options.writeMs);
       if (epoch !== store.epoch) throw new ProjectionFencedError(`${writer} was fenced`);
       expect(fence.partition).toBe(0);
       for (const job of batch.jobs) {
@@ -123,9 +116,6 @@ async function runner(options: {
   readonly ackWaitMs?: number;
   /** Instead of a real lease on the bucket. */
   readonly lease?: Lease;
-  /** How long each write takes (a slow store). */
-  readonly writeMs?: number;
-  readonly catchUp?: CatchUpCollector;
 }) {
   const { nc, store, writer, lingerMs } = options;
   const logger = captureLogger().logger;
@@ -151,8 +141,7 @@ async function runner(options: {
           logger,
         }),
     },
-    model: countModel(store, { writer, ...(options.writeMs ? { writeMs: options.writeMs } : {}) }),
-    ...(options.catchUp ? { catchUp: options.catchUp } : {}),
+    model: countModel(store, writer),
     pace: {
       maxBatch: 20,
       lingerMs,
@@ -261,52 +250,6 @@ test("a job held past the ack wait comes again redelivered: it is folded from it
   expect(store.replays).toBeGreaterThan(0);
   expect(store.counts.get(client.id)).toBe(20);
   expect(store.position).toBe((await jsm.streams.info(TOPOLOGY.eventsStream)).state.last_seq);
-}, 30_000);
-
-test("a runner catching up a backlog collects garbage while it is behind, and not once it keeps up", async () => {
-  await using nats = await startNats();
-  await using hub = await startHub({
-    nats,
-    services: ["ingress", "executor"],
-    clients: CLIENTS.map((c) => ({ ...c, routes: ["demo.*"] })),
-  });
-  const client = CLIENTS[0] as (typeof CLIENTS)[number]; // acme: written at once
-  const submit = async (from: number, to: number) => {
-    for (let i = from; i < to; i++) {
-      const body = { request_id: `c-${i}`, route: "demo.echo", input: "x" };
-      expect((await hub.run(body, client.token)).status).toBeLessThan(300);
-    }
-  };
-  const { jsm } = hub.running.hub;
-  const last = async () => (await jsm.streams.info(TOPOLOGY.eventsStream)).state.last_seq;
-  // A backlog of 300 events before the runner starts: 15 full rounds of 20, 25 ms a write.
-  await submit(0, 150);
-  await waitFor("the backlog in the stream", async () => (await last()) >= 300);
-  let collections = 0;
-  const catchUp = createCatchUpCollector({
-    everyMs: 50,
-    now: () => performance.now(),
-    collect: () => {
-      collections++;
-    },
-  });
-  const store = countStore();
-  const nc = await connect({ servers: nats.url });
-  const only = await runner({ nc, store, writer: "only", lingerMs: 30, writeMs: 25, catchUp });
-  await only.start();
-  await waitFor("the backlog folded", async () => store.position === (await last()));
-  expect(collections).toBeGreaterThan(0);
-  // Caught up: a job at a time is never a full round.
-  const afterCatchUp = collections;
-  for (let i = 150; i < 160; i++) {
-    await submit(i, i + 1);
-    await Bun.sleep(30);
-  }
-  await waitFor("the new jobs folded", async () => store.position === (await last()));
-  await Bun.sleep(200);
-  expect(collections).toBe(afterCatchUp);
-  await only.stop();
-  await nc.close();
 }, 30_000);
 
 /** A lease the test decides: it leads at start and holds while `holds` says so. */

@@ -20,8 +20,6 @@ describe("/metrics", () => {
     expect(text).toContain('switchyard_runs_total{outcome="refused",code="invalid_request"} 1');
     expect(text).toContain('switchyard_runs_total{outcome="refused",code="unauthorized"} 1');
     expect(text).toContain("switchyard_process_resident_memory_bytes");
-    // Read models that keep up never collect for a catch-up (shared/projection).
-    expect(text).toContain("switchyard_read_models_catch_up_collections_total 0");
     // Consumer stats are polled; the projector's durable shows up once polled. The index folds
     // the projector's deliveries here (one process runs both): it has no durable of its own.
     const stats = await waitFor(
