@@ -1,7 +1,8 @@
 /**
  * bench/read-models.ts end to end on a small count: it starts its own nats-server, runs the read
  * models in its process, and prints their CPU per job (user and system), nats-server's and its
- * peak RSS; a bad setting stops it with a message naming the key.
+ * peak RSS; with a backlog, the index's catch-up first; a bad setting stops it with a message
+ * naming the key.
  */
 import { describe, expect, test } from "bun:test";
 import { runToEnd } from "../helpers/run.ts";
@@ -34,6 +35,27 @@ describe("bench/read-models.ts", () => {
     ).exec(stdout);
     expect(Number(summary?.[2])).toBeGreaterThan(0);
   }, 60_000);
+
+  test("with a backlog, reports the index's catch-up of it before the rounds", async () => {
+    const { stdout, stderr, code } = await run({
+      READ_MODELS_BACKLOG: "500",
+      READ_MODELS_JOBS: "200",
+      READ_MODELS_ROUNDS: "1",
+    });
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    const catchUp = new RegExp(
+      `^catch-up of 500 jobs \\(1500 events\\): ${FIGURE} s; RSS ${FIGURE} MB before, ${FIGURE} at most \\(JS heap ${FIGURE} MB then\\), ${FIGURE} after; the allocator's peak commit ${FIGURE} MB$`,
+      "m",
+    ).exec(stdout);
+    expect(catchUp).not.toBeNull();
+    const [seconds, before, most, heap] = (catchUp ?? []).slice(1, 5).map(Number);
+    expect(seconds).toBeGreaterThan(0);
+    expect(most).toBeGreaterThanOrEqual(before ?? Number.POSITIVE_INFINITY);
+    expect(heap).toBeGreaterThan(0);
+    // The catch-up comes first, then the round.
+    expect(stdout.indexOf("catch-up of")).toBeLessThan(stdout.indexOf("round 1:"));
+  }, 90_000);
 
   test("a READ_MODELS_RATE below its least stops it with a message naming the key", async () => {
     const { stderr, code } = await run({ READ_MODELS_RATE: "10" });
