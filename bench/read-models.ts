@@ -156,10 +156,14 @@ async function foldBacklog(
   const jsm = await jetstreamManager(nc);
   const stream = SINGLE_PARTITION_LAYOUT.stream(0);
   const last = (await jsm.streams.info(stream)).state.last_seq;
+  const deadline = Date.now() + CAUGHT_UP_MS;
   while (
     (await jsm.consumers.info(stream, TOPOLOGY.consumers.projector)).ack_floor.stream_seq < last
-  )
+  ) {
+    if (Date.now() > deadline)
+      throw new Error(`the view did not reach event ${last} within ${CAUGHT_UP_MS} ms`);
     await Bun.sleep(50);
+  }
   await nc.close();
   await hub.stop();
 }
@@ -262,6 +266,7 @@ async function main(): Promise<void> {
     let hub: RunningHub;
     if (BACKLOG > 0) {
       await spawnPublisher({ indexPath, count: BACKLOG, rate: BACKLOG_RATE }, "backlog");
+      // As the e2e bench turns the index on again: no durable of its own left from before.
       await jsm.consumers.delete(stream, INDEX_CONSUMER).catch(() => undefined);
       hub = await catchUp({
         start: () => startServices(["projector", "indexer"], depsOf(true)),

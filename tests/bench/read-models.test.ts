@@ -12,44 +12,52 @@ const run = (env: Record<string, string>) =>
 
 const FIGURE = "(\\d+(?:\\.\\d+)?)";
 
+/** Runs the harness with `env`, expects a clean exit, and returns what it printed. */
+async function printed(env: Record<string, string>): Promise<string> {
+  const { stdout, stderr, code } = await run(env);
+  expect(stderr).toBe("");
+  expect(code).toBe(0);
+  return stdout;
+}
+
+/** The figures of the one printed line matching `line` (FIGURE marks each), or undefined. */
+const figures = (stdout: string, line: string) =>
+  new RegExp(`^${line}$`, "m").exec(stdout)?.slice(1).map(Number);
+
 describe("bench/read-models.ts", () => {
   test("prints the read models' CPU per job, nats-server's and the peak RSS", async () => {
-    const { stdout, stderr, code } = await run({
+    const stdout = await printed({
       READ_MODELS_JOBS: "300",
       READ_MODELS_ROUNDS: "1",
       READ_MODELS_RATE: "1000",
     });
-    expect(stderr).toBe("");
-    expect(code).toBe(0);
-    const round = new RegExp(
-      `^round 1: read models ${FIGURE} µs/job \\(user ${FIGURE}, system ${FIGURE}\\), nats-server ${FIGURE}$`,
-      "m",
-    ).exec(stdout);
-    expect(round).not.toBeNull();
-    const [all, user, system] = (round ?? []).slice(1, 4).map(Number);
+    const round = figures(
+      stdout,
+      `round 1: read models ${FIGURE} µs/job \\(user ${FIGURE}, system ${FIGURE}\\), nats-server ${FIGURE}`,
+    );
+    expect(round).toBeDefined();
+    const [all, user, system] = round ?? [];
     expect(all).toBeGreaterThan(0);
     expect(all).toBeCloseTo((user ?? 0) + (system ?? 0), 0);
-    const summary = new RegExp(
-      `^read models \\(index on, 300 jobs at 1000/s, median of 1\\): ${FIGURE} µs/job .*; peak RSS ${FIGURE} MB$`,
-      "m",
-    ).exec(stdout);
-    expect(Number(summary?.[2])).toBeGreaterThan(0);
+    const summary = figures(
+      stdout,
+      `read models \\(index on, 300 jobs at 1000/s, median of 1\\): ${FIGURE} µs/job .*; peak RSS ${FIGURE} MB`,
+    );
+    expect(summary?.[1]).toBeGreaterThan(0);
   }, 60_000);
 
   test("with a backlog, reports the index's catch-up of it before the rounds", async () => {
-    const { stdout, stderr, code } = await run({
+    const stdout = await printed({
       READ_MODELS_BACKLOG: "500",
       READ_MODELS_JOBS: "200",
       READ_MODELS_ROUNDS: "1",
     });
-    expect(stderr).toBe("");
-    expect(code).toBe(0);
-    const catchUp = new RegExp(
-      `^catch-up of 500 jobs \\(1500 events\\): ${FIGURE} s; RSS ${FIGURE} MB before, ${FIGURE} at most \\(JS heap ${FIGURE} MB then\\), ${FIGURE} after; the allocator's peak commit ${FIGURE} MB$`,
-      "m",
-    ).exec(stdout);
-    expect(catchUp).not.toBeNull();
-    const [seconds, before, most, heap] = (catchUp ?? []).slice(1, 5).map(Number);
+    const catchUp = figures(
+      stdout,
+      `catch-up of 500 jobs \\(1500 events\\): ${FIGURE} s; RSS ${FIGURE} MB before, ${FIGURE} at most \\(JS heap ${FIGURE} MB then\\), ${FIGURE} after; the allocator's peak commit ${FIGURE} MB`,
+    );
+    expect(catchUp).toBeDefined();
+    const [seconds, before, most, heap] = catchUp ?? [];
     expect(seconds).toBeGreaterThan(0);
     expect(most).toBeGreaterThanOrEqual(before ?? Number.POSITIVE_INFINITY);
     expect(heap).toBeGreaterThan(0);
