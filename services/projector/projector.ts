@@ -42,6 +42,8 @@ export interface ProjectorDeps {
    * that settles within it (final, callback delivered) costs one KV write in all.
    */
   readonly lingerMs?: number;
+  /** How long a finished job's first view may wait for its callback's outcome (view-model.ts). */
+  readonly settleWaitMs?: number;
   /** Durable name; a rebuild uses a temporary one. */
   readonly durable?: string;
   /** Shared by the projectors of one process, one per partition: their round gap grows with them. */
@@ -112,6 +114,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       // 250: a round still holds tens of ms of events at full load, with a low peak RSS.
       maxBatch: deps.maxBatch ?? 250,
       lingerMs: deps.lingerMs ?? 100,
+      settleWaitMs: deps.settleWaitMs ?? 500,
       roundGapMs: ROUND_GAP_MS,
       // A job whose write keeps failing calls working() while it retries.
       ackWaitMs: 10_000,

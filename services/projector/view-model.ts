@@ -1,4 +1,5 @@
 import {
+  isFinal,
   type JobEvent,
   type JobState,
   type JobView,
@@ -137,6 +138,17 @@ export function createViewModel(deps: {
       return { start, guessed: false, view, changed, completed: undefined };
     },
     settled: (state) => state.view !== null && isSettledView(state.view),
+    /**
+     * A final job whose callback is pending and that has no view yet waits for the callback's
+     * outcome past the linger (to `projector.settle_wait`): one KV write instead of two where
+     * callbacks take longer than the linger, while GET reads the job from the stream, current.
+     * A job with a view is written at its linger, or GET would serve the older status.
+     */
+    waitsToSettle: (state) =>
+      state.start.view === null &&
+      state.view !== null &&
+      isFinal(state.view.status) &&
+      state.view.callback?.status === "pending",
     write(batch: WriteBatch<ViewFold>) {
       return Promise.all(
         batch.jobs.map((job) =>

@@ -300,6 +300,7 @@ async function startProjector(
       kv: hub.views(partition),
       logger: partitionLogger,
       lingerMs: parseDuration(config.projector.linger),
+      settleWaitMs: parseDuration(config.projector.settle_wait),
       lease: leases.lease("projector", partition),
       pacer,
       ...(feeds ? { feeds } : {}),

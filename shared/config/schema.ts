@@ -225,6 +225,10 @@ export const ConfigSchema = Type.Object(
           "100ms",
           "How long a job's view waits for the job to settle before it is written anyway.",
         ),
+        settle_wait: Duration(
+          "500ms",
+          "How long a finished job's first view may wait for its callback's outcome (GET reads the job from the stream meanwhile); below linger it is linger.",
+        ),
       },
       { additionalProperties: false, default: {} },
     ),

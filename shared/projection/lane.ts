@@ -31,23 +31,23 @@ export function createLane<State>(deps: LaneDeps<State>) {
   let drained: (() => void) | undefined;
 
   /**
-   * Waits for new messages or for the oldest held job's linger. Holding nothing it sets no timer:
+   * Waits for new messages or for the next held job's linger. Holding nothing it sets no timer:
    * an idle partition costs no wake-up of its own (housekeeping is one process-wide timer,
    * housekeeping.ts).
    */
   const idle = async () => {
     if (queue.length > 0) return;
-    const since = rounds.oldestSince();
+    const dueAt = rounds.nextDueAt();
     await new Promise<void>((resolve) => {
       wake = resolve;
-      if (since !== undefined) setTimeout(resolve, Math.max(0, since + pace.lingerMs - Date.now()));
+      if (dueAt !== undefined) setTimeout(resolve, Math.max(0, dueAt - Date.now()));
     });
     wake = undefined;
   };
 
   const lingerRanOut = () => {
-    const since = rounds.oldestSince();
-    return since !== undefined && Date.now() - since >= pace.lingerMs;
+    const dueAt = rounds.nextDueAt();
+    return dueAt !== undefined && Date.now() >= dueAt;
   };
 
   /** One step of the loop: waiting while idle, else a round. */

@@ -88,6 +88,12 @@ export interface ReadModel<State> {
   /** The job needs no further event soon: write it without waiting for the linger. */
   settled(state: State): boolean;
   /**
+   * The job may stay unwritten past the linger, up to {@link Pace.settleWaitMs} after its first
+   * unwritten event, for the event that settles it: what it shows is read from elsewhere
+   * meanwhile (the job view: GET reads a job without a view from the stream). Absent: never.
+   */
+  waitsToSettle?(state: State): boolean;
+  /**
    * Writes the batch; per job, true when written (its messages are then acknowledged). A
    * rejection fails the whole batch; a {@link ProjectionFencedError} stops the runner.
    */
@@ -117,6 +123,11 @@ export interface Pace {
   readonly maxBatch: number;
   /** How long a job's effect may wait for its next event before it is written anyway. */
   readonly lingerMs: number;
+  /**
+   * How long a job the model lets wait ({@link ReadModel.waitsToSettle}) may stay unwritten for
+   * the event that settles it, from its first unwritten event; below `lingerMs` it is `lingerMs`.
+   */
+  readonly settleWaitMs?: number;
   /** Least time from one round's start to the next while the queue is not full. */
   readonly roundGapMs: number;
   /** The durable's ack wait. */

@@ -207,8 +207,10 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
     const due = held.due({
       now: Date.now(),
       lingerMs: pace.lingerMs,
+      settleWaitMs: pace.settleWaitMs,
       touched,
       settled: model.settled,
+      waitsToSettle: model.waitsToSettle,
       all,
     });
     const ok = due.length === 0 || (await writeDue(due));
@@ -227,8 +229,8 @@ export function createRounds<State>(deps: RoundsDeps<State>) {
 
   return {
     round,
-    /** The oldest held job's first event arrived at this time (undefined: none held). */
-    oldestSince: () => held.oldest()?.since,
+    /** When the next held job is due by its linger or settle wait (undefined: none held). */
+    nextDueAt: () => held.nextDueAt(pace),
     heldCount: () => held.size,
     /** The durable's pending count (num_pending) at the last delivery taken. */
     pending: () => pending,

@@ -99,7 +99,12 @@ describe("HeldJobs", () => {
     held.add(msg(2, true), event("b", "run.requested"), 120);
     expect(b.heal).toBe(true);
     expect(held.size).toBe(2);
-    expect(held.oldest()).toBe(a);
+    // a's linger runs out first: its first event came first.
+    expect(held.nextDueAt({ lingerMs: 40 })).toBe(140);
+    held.written(a);
+    expect(held.nextDueAt({ lingerMs: 40 })).toBe(145);
+    held.written(b);
+    expect(held.nextDueAt({ lingerMs: 40 })).toBeUndefined();
   });
 
   test("due: touched jobs that settled or heal, and the prefix whose linger ran out", () => {
@@ -143,6 +148,53 @@ describe("HeldJobs", () => {
     const next = held.add(msg(2), event("x"), 200);
     expect(next).not.toBe(job);
     expect(next.since).toBe(200);
+  });
+
+  test("a job past its linger that waits to settle is due when it settles or its wait runs out", () => {
+    const { msg } = deliveries();
+    const held = new HeldJobs<string>();
+    const waiting = held.add(msg(1), event("waiting", "run.requested"), 0);
+    const open = held.add(msg(2), event("open", "run.requested"), 10);
+    const later = held.add(msg(3), event("later", "run.requested"), 20);
+    waiting.state = "awaiting callback";
+    open.state = "open";
+    later.state = "awaiting callback";
+    const wait = {
+      lingerMs: 100,
+      settleWaitMs: 500,
+      settled: settledState,
+      waitsToSettle: (state: string) => state === "awaiting callback",
+      all: false,
+    };
+    const none = new Set<HeldJob<string>>();
+    // At 125 every linger ran out: the open job is written, the two that wait to settle are not.
+    expect(held.due({ ...wait, now: 125, touched: none })).toEqual([open]);
+    held.written(open);
+    expect(held.size).toBe(2);
+    expect(held.nextDueAt(wait)).toBe(500);
+    // The settling event joins its job's group; the job is due once it is settled.
+    expect(held.add(msg(4), event("later", "callback.delivered"), 200)).toBe(later);
+    later.state = "settled";
+    expect(held.due({ ...wait, now: 200, touched: new Set([later]) })).toEqual([later]);
+    held.written(later);
+    expect(held.has(later)).toBe(false);
+    // The other one is written when its settle wait runs out, not before.
+    expect(held.due({ ...wait, now: 499, touched: none })).toEqual([]);
+    expect(held.due({ ...wait, now: 500, touched: none })).toEqual([waiting]);
+    // Stopping writes the waiting jobs too.
+    expect(held.due({ ...wait, now: 500, touched: none, all: true })).toEqual([waiting]);
+  });
+
+  test("without waitsToSettle, or with a settle wait below the linger, the linger decides", () => {
+    const { msg } = deliveries();
+    const held = new HeldJobs<string>();
+    const job = held.add(msg(1), event("x"), 0);
+    job.state = "awaiting callback";
+    const base = { now: 100, touched: new Set<HeldJob<string>>(), settled: settledState };
+    expect(held.due({ ...base, lingerMs: 100, all: false })).toEqual([job]);
+    const short = { lingerMs: 100, settleWaitMs: 50, waitsToSettle: () => true, all: false };
+    expect(held.due({ ...base, ...short })).toEqual([job]);
+    expect(held.nextDueAt(short)).toBe(100);
   });
 
   test("a job whose write failed is due in the next round, once, not after its linger", () => {
