@@ -42,7 +42,7 @@ export interface ProjectorDeps {
    * that settles within it (final, callback delivered) costs one KV write in all.
    */
   readonly lingerMs?: number;
-  /** How long a finished job's first view may wait for its callback's outcome (view-model.ts). */
+  /** How long a job's first view may wait for the job to settle (view-model.ts). */
   readonly settleWaitMs?: number;
   /** Durable name; a rebuild uses a temporary one. */
   readonly durable?: string;

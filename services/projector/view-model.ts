@@ -1,5 +1,4 @@
 import {
-  isFinal,
   type JobEvent,
   type JobState,
   type JobView,
@@ -139,16 +138,12 @@ export function createViewModel(deps: {
     },
     settled: (state) => state.view !== null && isSettledView(state.view),
     /**
-     * A final job whose callback is pending and that has no view yet waits for the callback's
-     * outcome past the linger (to `projector.settle_wait`): one KV write instead of two where
-     * callbacks take longer than the linger, while GET reads the job from the stream, current.
-     * A job with a view is written at its linger, or GET would serve the older status.
+     * A job with no view yet waits past the linger, to `projector.settle_wait`, for the event
+     * that settles it (a callback slower than the linger, an executor slower than it): one KV
+     * write instead of two, while GET reads the job from the stream, current. A job with a view is
+     * written at its linger, or GET would serve its older status for longer.
      */
-    waitsToSettle: (state) =>
-      state.start.view === null &&
-      state.view !== null &&
-      isFinal(state.view.status) &&
-      state.view.callback?.status === "pending",
+    waitsToSettle: (state) => state.start.view === null,
     write(batch: WriteBatch<ViewFold>) {
       return Promise.all(
         batch.jobs.map((job) =>

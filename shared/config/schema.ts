@@ -227,7 +227,7 @@ export const ConfigSchema = Type.Object(
         ),
         settle_wait: Duration(
           "500ms",
-          "How long a finished job's first view may wait for its callback's outcome (GET reads the job from the stream meanwhile); below linger it is linger.",
+          "How long a job's first view may wait for the job to settle (GET reads a job without a view from the stream meanwhile); below linger it is linger.",
         ),
       },
       { additionalProperties: false, default: {} },

@@ -1,7 +1,7 @@
 /**
- * A finished job whose callback takes longer than the projector's linger: its first view waits
- * for the callback's outcome (`projector.settle_wait`) and is written once, while GET reads the
- * job from the stream, done. A callback slower than the settle wait gets the view written at the
+ * A job slower than the projector's linger (its callback, or its executor): its first view waits
+ * for the job to settle (`projector.settle_wait`) and is written once, while GET reads the job
+ * from the stream, current. A callback slower than the settle wait gets the view written at the
  * wait's end and again at its outcome. A watch of the view bucket counts the writes.
  */
 import { expect, test } from "bun:test";
@@ -39,7 +39,7 @@ interface StoredView {
   readonly callback?: { readonly status: string };
 }
 
-test("a callback slower than the linger: one view write, and GET reads the job from the stream meanwhile", async () => {
+test("a job slower than the linger: one view write, and GET reads the job from the stream meanwhile", async () => {
   const receiver = heldReceiver();
   try {
     await using hub = await startHub({
@@ -70,9 +70,14 @@ test("a callback slower than the linger: one view write, and GET reads the job f
     })();
     const writes = async (key: string) => written.get(key);
     const view = async (key: string) => (await conn.jobs.get(key))?.json<StoredView>() ?? null;
-    const post = async (requestId: string) => {
+    const post = async (requestId: string, route = "demo.echo", callback = true) => {
       const res = await hub.run(
-        { request_id: requestId, route: "demo.echo", input: "x", callback_url: receiver.url },
+        {
+          request_id: requestId,
+          route,
+          input: "x",
+          ...(callback ? { callback_url: receiver.url } : {}),
+        },
         TOKEN,
       );
       expect(res.status).toBe(202);
@@ -96,8 +101,21 @@ test("a callback slower than the linger: one view write, and GET reads the job f
       "the delivered callback in the view",
       async () => (await view(quick.key))?.callback?.status === "delivered",
     );
-    await waitFor("the watch's copy", async () => (await writes(quick.key))?.length === 1);
+    await waitFor("the watch's copy", async () =>
+      (await writes(quick.key))?.some(([, callback]) => callback === "delivered"),
+    );
     expect(await writes(quick.key)).toEqual([["done", "delivered"]]);
+
+    // An executor slower than the linger (demo.sleep: 200 ms), no callback: one write, done.
+    const sleeper = await post("settle-sleep", "demo.sleep", false);
+    await waitFor(
+      "the sleeping job's view",
+      async () => (await view(sleeper.key))?.status === "done",
+    );
+    await waitFor("the watch's copy", async () =>
+      (await writes(sleeper.key))?.some(([status]) => status === "done"),
+    );
+    expect(await writes(sleeper.key)).toEqual([["done", undefined]]);
 
     // Past the settle wait: written then, and again with the callback's outcome.
     const slow = await post("settle-slow");
@@ -112,15 +130,18 @@ test("a callback slower than the linger: one view write, and GET reads the job f
       "the delivered callback in the view",
       async () => (await view(slow.key))?.callback?.status === "delivered",
     );
-    await waitFor("the watch's copies", async () => (await writes(slow.key))?.length === 2);
+    await waitFor("the watch's copies", async () =>
+      (await writes(slow.key))?.some(([, callback]) => callback === "delivered"),
+    );
     expect(await writes(slow.key)).toEqual([
       ["done", "pending"],
       ["done", "delivered"],
     ]);
     // Nothing else was written for either job.
     await Bun.sleep(200);
-    expect([...written.keys()].sort()).toEqual([quick.key, slow.key].sort());
+    expect([...written.keys()].sort()).toEqual([quick.key, sleeper.key, slow.key].sort());
     expect(written.get(quick.key)).toHaveLength(1);
+    expect(written.get(sleeper.key)).toHaveLength(1);
     watch.stop();
   } finally {
     receiver.release();
