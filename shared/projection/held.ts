@@ -3,13 +3,6 @@ import type { JobEvent } from "../domain/index.ts";
 import { jobViewKey } from "../jobs/index.ts";
 import type { HeldJob } from "./read-model.ts";
 
-/**
- * The jobs whose events were taken and whose effect is not written yet, in the order their first
- * unwritten event arrived (a Map keeps insertion order, and so `since`'s): the job whose linger
- * runs out first is always the first one. A job whose linger ran out while the model lets it wait
- * for the event that settles it moves to a second map, in the same order (it moves in its
- * linger's order, and every such job waits the same time), so both walks stay prefixes.
- */
 /** How long held jobs wait: their linger, and the longer wait of those that wait to settle. */
 export interface HeldWait {
   readonly lingerMs: number;
@@ -18,6 +11,13 @@ export interface HeldWait {
 
 const settleWaitOf = (wait: HeldWait) => Math.max(wait.lingerMs, wait.settleWaitMs ?? 0);
 
+/**
+ * The jobs whose events were taken and whose effect is not written yet, in the order their first
+ * unwritten event arrived (a Map keeps insertion order, and so `since`'s): the job whose linger
+ * runs out first is always the first one. A job whose linger ran out while the model lets it wait
+ * for the event that settles it moves to a second map, in the same order (it moves in its
+ * linger's order, and every such job waits the same time), so both walks stay prefixes.
+ */
 export class HeldJobs<State> {
   private readonly jobs = new Map<string, HeldJob<State>>();
   /** Jobs past their linger that wait to settle (ReadModel.waitsToSettle), up to settleWaitMs. */

@@ -31,9 +31,9 @@ export function createLane<State>(deps: LaneDeps<State>) {
   let drained: (() => void) | undefined;
 
   /**
-   * Waits for new messages or for the next held job's linger. Holding nothing it sets no timer:
-   * an idle partition costs no wake-up of its own (housekeeping is one process-wide timer,
-   * housekeeping.ts).
+   * Waits for new messages or for the next held job's linger (or settle wait). Holding nothing
+   * it sets no timer: an idle partition costs no wake-up of its own (housekeeping is one
+   * process-wide timer, housekeeping.ts).
    */
   const idle = async () => {
     if (queue.length > 0) return;
@@ -45,7 +45,7 @@ export function createLane<State>(deps: LaneDeps<State>) {
     wake = undefined;
   };
 
-  const lingerRanOut = () => {
+  const heldJobDue = () => {
     const dueAt = rounds.nextDueAt();
     return dueAt !== undefined && Date.now() >= dueAt;
   };
@@ -53,7 +53,7 @@ export function createLane<State>(deps: LaneDeps<State>) {
   /** One step of the loop: waiting while idle, else a round. */
   const step = async (roundStartedAt: number): Promise<{ round: boolean; giveUp: boolean }> => {
     if (queue.length === 0 && running) {
-      if (!lingerRanOut()) {
+      if (!heldJobDue()) {
         await idle();
         return { round: false, giveUp: false };
       }
