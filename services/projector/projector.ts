@@ -114,7 +114,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       // 250: a round still holds tens of ms of events at full load, with a low peak RSS.
       maxBatch: deps.maxBatch ?? 250,
       lingerMs: deps.lingerMs ?? 100,
-      settleWaitMs: deps.settleWaitMs ?? 500,
+      settleWaitMs: deps.settleWaitMs ?? 400,
       roundGapMs: ROUND_GAP_MS,
       // A job whose write keeps failing calls working() while it retries.
       ackWaitMs: 10_000,

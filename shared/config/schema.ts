@@ -226,7 +226,7 @@ export const ConfigSchema = Type.Object(
           "How long a job's view waits for the job to settle before it is written anyway.",
         ),
         settle_wait: Duration(
-          "500ms",
+          "400ms",
           "How long a job's first view may wait for the job to settle (GET reads a job without a view from the stream meanwhile); below linger it is linger.",
         ),
       },
