@@ -13,46 +13,20 @@
  * the CPU of this process and of nats-server (/proc, 10-ms ticks) and the wall time, for
  * GET_ROUNDS (2) rounds of both modes.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { generateWebhookSecret } from "../shared/webhooks/index.ts";
+import { heldReceiver } from "../tests/helpers/held-receiver.ts";
 import { startHub } from "../tests/helpers/hub.ts";
 import { startNats } from "../tests/helpers/nats.ts";
+import { cpuSec } from "./lib/common.ts";
 
 const JOBS = Number(process.env.GET_JOBS ?? 2_000);
 const ROUNDS = Number(process.env.GET_ROUNDS ?? 2);
 const TOKEN = "get-bench-token-0123456789abcdef";
 
-/** The CPU (µs) a process has used, from /proc/<pid>/stat (10-ms ticks). */
-function cpuOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
-/** The nats-server listening on `port` (the helper starts it with `-p <port>`). */
-function natsServerPid(port: number): number {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (args[0]?.endsWith("nats-server") && args.includes(String(port))) return Number(entry);
-    } catch {
-      // The process ended while the list was read.
-    }
-  }
-  throw new Error(`no nats-server on port ${port}`);
-}
-
-const held: (() => void)[] = [];
-const receiver = Bun.serve({
-  hostname: "127.0.0.1",
-  port: 0,
-  async fetch() {
-    await new Promise<void>((resolve) => held.push(resolve));
-    return new Response(null, { status: 204 });
-  },
-});
+const receiver = heldReceiver();
 
 async function measure(mode: "views" | "stream"): Promise<string> {
+  receiver.hold();
   await using nats = await startNats();
   await using hub = await startHub({
     nats,
@@ -64,7 +38,7 @@ async function measure(mode: "views" | "stream"): Promise<string> {
       `projector: { linger: 100ms, settle_wait: ${mode === "views" ? "100ms" : "60s"} }`,
     ].join("\n"),
   });
-  const callbackUrl = `http://127.0.0.1:${receiver.port}/cb`;
+  const callbackUrl = receiver.url;
   const ids: string[] = [];
   for (let i = 0; i < JOBS; i += 50) {
     const batch = Array.from({ length: Math.min(50, JOBS - i) }, (_, j) =>
@@ -79,8 +53,8 @@ async function measure(mode: "views" | "stream"): Promise<string> {
   }
   await Bun.sleep(2_000);
   const viewed = (await hub.running.hub.jobs.get(`acme.${ids[0]}`)) !== null;
-  const serverPid = natsServerPid(nats.port);
-  const [self0, server0, t0] = [process.cpuUsage(), cpuOf(serverPid), performance.now()];
+  const serverPid = nats.server().pid;
+  const [self0, server0, t0] = [process.cpuUsage(), cpuSec(serverPid), performance.now()];
   let next = 0;
   await Promise.all(
     Array.from({ length: 16 }, async () => {
@@ -93,16 +67,17 @@ async function measure(mode: "views" | "stream"): Promise<string> {
   );
   const wallUs = (performance.now() - t0) * 1_000;
   const self = process.cpuUsage(self0);
-  const server = cpuOf(serverPid) - server0;
-  for (const release of held.splice(0)) release();
+  const server = (cpuSec(serverPid) - server0) * 1e6;
+  // The hub stops only once its callbacks are answered: the rest go through at once.
+  receiver.open();
   const per = (us: number) => Math.round(us / ids.length);
   return `${mode} (first job has a view: ${viewed}): per GET, this process ${per(self.user + self.system)} µs, nats-server ${per(server)} µs, wall ${per(wallUs)} µs`;
 }
 
 for (let round = 1; round <= ROUNDS; round++) {
   for (const mode of ["views", "stream"] as const) {
-    process.stdout.write(`round ${round}: ${await measure(mode)}\n`);
+    console.log(`round ${round}: ${await measure(mode)}`);
   }
 }
-receiver.stop(true);
+receiver.stop();
 process.exit(0);

@@ -7,32 +7,11 @@
 import { expect, test } from "bun:test";
 import { jobViewKey } from "../../shared/jobs/index.ts";
 import { generateWebhookSecret } from "../../shared/webhooks/index.ts";
+import { heldReceiver } from "../helpers/held-receiver.ts";
 import { startHub } from "../helpers/hub.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const TOKEN = "settle-token-0123456789abcdef";
-
-/** A callback receiver that holds each request until the test releases it. */
-function heldReceiver() {
-  const held: (() => void)[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch() {
-      await new Promise<void>((resolve) => held.push(resolve));
-      return new Response(null, { status: 204 });
-    },
-  });
-  return {
-    url: `http://127.0.0.1:${server.port}/cb`,
-    /** Requests received so far (released or not). */
-    received: () => held.length,
-    release: () => {
-      for (const resolve of held.splice(0)) resolve();
-    },
-    stop: () => server.stop(true),
-  };
-}
 
 interface StoredView {
   readonly status: string;
@@ -88,7 +67,7 @@ test("a job slower than the linger: one view write, and GET reads the job from t
     // Within the settle wait: no view, six lingers after the job finished; GET answers from the
     // stream with the job done and its callback pending. Then the callback's outcome: one write.
     const quick = await post("settle-quick");
-    await waitFor("the callback request", async () => receiver.received() === 1);
+    await waitFor("the callback request", async () => receiver.waiting() === 1);
     await Bun.sleep(300);
     expect(await conn.jobs.get(quick.key)).toBeNull();
     const res = await hub.request(`/jobs/${quick.id}`, { token: TOKEN });
@@ -119,7 +98,7 @@ test("a job slower than the linger: one view write, and GET reads the job from t
 
     // Past the settle wait: written then, and again with the callback's outcome.
     const slow = await post("settle-slow");
-    await waitFor("the second callback request", async () => receiver.received() === 1);
+    await waitFor("the second callback request", async () => receiver.waiting() === 1);
     await waitFor(
       "the view written at the end of the settle wait",
       async () => (await view(slow.key))?.callback?.status === "pending",
