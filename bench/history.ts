@@ -99,7 +99,7 @@ export function summarise(run: RecordedRun, resultsFile: string): string {
       .join(", ") || "none";
   const rows = run.goals.map(
     (g) =>
-      `| ${g.goal} ${g.target} | ${g.value} | ${g.floor?.value ?? ""} | ${g.floorSplit?.value ?? ""} | ${status(g)} |`,
+      `| ${g.goal} ${g.target} | ${g.value} | ${g.floor?.value ?? ""} | ${g.floorSplit?.value ?? ""} | ${g.floorFeed?.value ?? ""} | ${status(g)} |`,
   );
   const e2e = run.scenarios.e2e?.hub;
   const work = [
@@ -112,8 +112,8 @@ export function summarise(run: RecordedRun, resultsFile: string): string {
       `Bun ${v.bun ?? "?"}, nats-server ${v.nats ?? "?"}; ${String(m.cores ?? "?")} cores ` +
       `(${String(m.cpuModel ?? "?")}), ${String(m.memoryGb ?? "?")} GB; results file \`${resultsFile}\`.`,
     "",
-    "| goal | hub | JetStream floor | split floor | status |",
-    "|---|---|---|---|---|",
+    "| goal | hub | JetStream floor | split floor | feed floor | status |",
+    "|---|---|---|---|---|---|",
     ...rows,
     ...(work.length > 0 ? ["", work.join(" ")] : []),
   ].join("\n");

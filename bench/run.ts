@@ -15,7 +15,7 @@
  * 60), BENCH_SETTLE_SEC (wait after start-up before the first idle window, default 30), BENCH_DRAIN_TIMEOUT (s, default 600), BENCH_INDEX_E2E_JOBS (closed-loop jobs of
  * each loop of the index scenario's with/without comparison, default 20000), BENCH_INDEX_PAIRS
  * (its on/off pairs of loops, default 3), BENCH_INDEX_JOBS (jobs indexed for
- * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, bullmq-node, pg, floor, floor-split,
+ * its query timings, default 1000000), BENCH_PEER (all, none or 0, bullmq, bullmq-node, pg, floor, floor-split, floor-feed,
  * or a comma list), REDIS_URL, BENCH_PG_URL, PG_BATCH=0 (graphile-worker without batching),
  * BENCH_SMOL=1 (services under bun --smol), BENCH_RAM_SIZE (bytes JSC sizes the services' heap
  * for; default 512 MiB as in the manifests, 0 to leave unset), BENCH_ALLOCATOR_ENV=0 (the hub's
@@ -54,6 +54,7 @@ import {
   waitHttp,
 } from "./lib/common.ts";
 import { e2eRoundsScenario } from "./lib/e2e-rounds.ts";
+import { FLOOR_NAMES, type FloorName } from "./lib/floor-peer.ts";
 import { indexScenario, renderIndexReport } from "./lib/index-scenario.ts";
 import { createJetStreamMonitor, type JetStreamMonitor, monitorPort } from "./lib/jetstream.ts";
 import {
@@ -517,7 +518,9 @@ async function runPartitions(
 ) {
   deps.procs.trackPid("receiver", deps.receiver.pid);
   results.settings.partitions = counts;
-  const floors = PEERS.filter((p) => p === "floor" || p === "floor-split");
+  const floors = PEERS.filter((p): p is FloorName =>
+    (FLOOR_NAMES as readonly string[]).includes(p),
+  );
   const left = PEERS.filter((p) => !floors.includes(p as (typeof floors)[number]));
   if (left.length > 0) {
     results.notes.push(`the partitions run measures the floors only; left out: ${left.join(", ")}`);

@@ -5,7 +5,10 @@
  * The split floor (`floor-split`) is the same work split along the hub's fixed service
  * boundaries (docs/architecture.md): an HTTP server, an executor, a callback step and a views
  * fold, each its own process consuming the stream. It bounds what a hub with that architecture
- * can reach, as the floor bounds any hub on this stack.
+ * can reach, as the floor bounds any hub on this stack. The feed floor (`floor-feed`) is the split
+ * floor whose views take every event of a job from one ack-all durable and write the view once the
+ * job settles (bench/peer/floor-feed.ts): the JetStream work per job of the hub's own layout (five
+ * deliveries, two acks), done by code that does nothing else.
  *
  * With `partitions` P > 1 (the partitions run, bench/lib/partitions.ts) the same work is spread
  * over P streams and P view buckets, jobs by the hub's partition function (floor-common.ts,
@@ -21,6 +24,7 @@ import { startNatsServer } from "../../shared/nats/index.ts";
 import {
   createFloorTopology,
   FLOOR_CALLBACKS,
+  FLOOR_FEED,
   FLOOR_VIEWS,
   FLOOR_WORKER,
   floorLayout,
@@ -45,7 +49,10 @@ const VIEWS_IN_FLIGHT = 1024;
 const ROLES = {
   floor: ["worker"],
   "floor-split": ["executor", "callback", "views"],
+  "floor-feed": ["executor", "callback", "feed"],
 } as const;
+
+export const FLOOR_NAMES = Object.keys(ROLES) as FloorName[];
 
 export type FloorName = keyof typeof ROLES;
 
@@ -73,7 +80,8 @@ export async function startFloorPeer(
   options: FloorPeerOptions,
 ): Promise<FloorPeer> {
   const { name } = options;
-  const split = name === "floor-split";
+  const split = name !== "floor";
+  const feed = name === "floor-feed";
   const layout = floorLayout(options.partitions);
   const storeDir = mkdtempSync(join(tmpdir(), `switchyard-bench-${name}-`));
   registerTempDir(storeDir);
@@ -91,6 +99,7 @@ export async function startFloorPeer(
     runsInFlight: CONCURRENCY,
     viewsInFlight: VIEWS_IN_FLIGHT,
     split,
+    feed,
     partitions: layout.partitions,
   });
   // The drain reads the durables' backlogs.
@@ -127,7 +136,7 @@ export async function startFloorPeer(
   deps.procs.trackPid(`${name}-nats`, nats.pid);
   deps.log(`${name} up at http://${LOOPBACK}:${port} (nats-server ${nats.url})`);
   const durables = split
-    ? [FLOOR_WORKER, FLOOR_CALLBACKS, FLOOR_VIEWS]
+    ? [FLOOR_WORKER, FLOOR_CALLBACKS, feed ? FLOOR_FEED : FLOOR_VIEWS]
     : [FLOOR_WORKER, FLOOR_VIEWS];
   const backlog = async () => {
     let n = 0;
@@ -145,9 +154,11 @@ export async function startFloorPeer(
     procs: [`${name}-server`, ...workers.map((w) => w.proc), `${name}-nats`],
     facts: {
       store: "nats-server 2.9.10 of its own (file store, temp directory)",
-      per_job: split
-        ? "3 stored events + 1 KV write; 3 deliveries (executor, callback, views), 3 acks; no reads"
-        : "3 stored events + 1 KV write; 2 deliveries, 2 acks; no reads",
+      per_job: feed
+        ? "3 stored events + 1 KV write; 5 deliveries (executor, callback, views 3), 2 acks + the views' ack-all per 250 events; no reads"
+        : split
+          ? "3 stored events + 1 KV write; 3 deliveries (executor, callback, views), 3 acks; no reads"
+          : "3 stored events + 1 KV write; 2 deliveries, 2 acks; no reads",
       runs_in_flight: String(CONCURRENCY),
       ...(layout.partitions > 1
         ? { partitions: `${layout.partitions} streams and view buckets, jobs by partitionOf` }

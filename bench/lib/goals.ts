@@ -14,6 +14,12 @@
  * beside the ratio goals too, beside callback ÷ executor (its own two steps: the floor has one
  * process) and beside idle. A goal the floor meets and the split floor misses is out of reach
  * for the architecture the hub must have, though not for every system on this stack.
+ *
+ * The feed floor (the split floor whose views fold every event of a job from one ack-all durable,
+ * as the hub's read models do: the hub's JetStream work per job, five deliveries and two acks) is
+ * shown beside the ratio goals as well. A goal the split floor meets and the feed floor misses is
+ * out of reach for the hub's delivery layout: a job view that shows each status and the
+ * callback's state needs every event of the job delivered to the read models.
  */
 
 export interface PerSystem {
@@ -25,6 +31,7 @@ export interface PerSystem {
   readonly pg?: number;
   readonly floor?: number;
   readonly floorSplit?: number;
+  readonly floorFeed?: number;
 }
 
 export interface GoalInputs {
@@ -93,6 +100,8 @@ export interface GoalRow {
   readonly floor?: FloorFigure;
   /** The split floor against the same target (ratio goals only). */
   readonly floorSplit?: FloorFigure;
+  /** The feed floor against the same target (ratio goals only). */
+  readonly floorFeed?: FloorFigure;
   /** The hub without its search index against the same target (the POST goals). */
   readonly withoutIndex?: FloorFigure;
 }
@@ -131,6 +140,7 @@ function ratioRow(
     readonly peer?: number;
     readonly floor?: number;
     readonly floorSplit?: number;
+    readonly floorFeed?: number;
   },
   target: { readonly min: number; readonly unit: string },
 ): GoalRow {
@@ -143,6 +153,9 @@ function ratioRow(
     ...(known(figures.floor) ? { floor: ratioOf(figures.floor, figures.peer, min, unit) } : {}),
     ...(known(figures.floorSplit)
       ? { floorSplit: ratioOf(figures.floorSplit, figures.peer, min, unit) }
+      : {}),
+    ...(known(figures.floorFeed)
+      ? { floorFeed: ratioOf(figures.floorFeed, figures.peer, min, unit) }
       : {}),
   };
 }
@@ -211,7 +224,13 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
   ) =>
     ratioRow(
       goal,
-      { hub: of.hub, peer: of[peer], floor: of.floor, floorSplit: of.floorSplit },
+      {
+        hub: of.hub,
+        peer: of[peer],
+        floor: of.floor,
+        floorSplit: of.floorSplit,
+        floorFeed: of.floorFeed,
+      },
       { min, unit },
     );
   const postRow = (goal: string, peer: "bullmq" | "bullmqNode", min: number): GoalRow => {
@@ -275,17 +294,20 @@ export function evaluateGoals(i: GoalInputs): GoalRow[] {
 }
 
 /**
- * A goal's status. A missed goal the floor misses too is out of reach on this stack; one only the
- * split floor misses is out of reach for the hub's service split.
+ * A goal's status. A missed goal the floor misses too is out of reach on this stack; one the split
+ * floor misses is out of reach for the hub's service split; one only the feed floor misses is out
+ * of reach for the hub's delivery layout.
  */
 export function status(
-  row: Pick<GoalRow, "met" | "floor" | "floorSplit" | "withoutIndex">,
+  row: Pick<GoalRow, "met" | "floor" | "floorSplit" | "floorFeed" | "withoutIndex">,
 ): string {
   if (row.met === null) return "not measured";
   if (row.met) return "met";
   if (row.floor?.met === false) return "missed; out of reach (the floor misses too)";
   if (row.floorSplit?.met === false)
     return "missed; out of reach for the service split (the split floor misses too)";
+  if (row.floorFeed?.met === false)
+    return "missed; out of reach for the hub's deliveries (the feed floor misses too)";
   if (row.withoutIndex?.met === true)
     return `missed; the search index's writes (met without them: ${row.withoutIndex.value.split(" ")[0]})`;
   return "missed";

@@ -20,7 +20,14 @@ import { freePort, LOOPBACK, ROOT, registerCleanup, round, spawnChild } from "./
 import { type FloorName, type FloorPeer, startFloorPeer } from "./floor-peer.ts";
 import type { ProcessTable } from "./procs.ts";
 
-export const PEER_NAMES = ["bullmq", "bullmq-node", "pg", "floor", "floor-split"] as const;
+export const PEER_NAMES = [
+  "bullmq",
+  "bullmq-node",
+  "pg",
+  "floor",
+  "floor-split",
+  "floor-feed",
+] as const;
 export type PeerName = (typeof PEER_NAMES)[number];
 
 export const PEER_LABELS: Record<PeerName, string> = {
@@ -29,6 +36,8 @@ export const PEER_LABELS: Record<PeerName, string> = {
   pg: "PostgreSQL peer (Fastify + graphile-worker)",
   floor: "JetStream floor (Fastify + nats.js, 3 events + 1 KV write)",
   "floor-split": "split floor (the floor as server, executor, callback and views processes)",
+  "floor-feed":
+    "feed floor (the split floor whose views fold every event from one feed, as the hub's read models)",
 };
 
 /** What the benchmark needs from a running peer. */
@@ -302,7 +311,7 @@ export function startPartitionedFloor(
 }
 
 export function startPeer(name: PeerName, deps: PeerDeps): Promise<Peer> {
-  if (name === "floor" || name === "floor-split")
+  if (name === "floor" || name === "floor-split" || name === "floor-feed")
     return startFloorPeer(deps, {
       name,
       waitEmpty: (count, what, timeoutSec) => waitEmpty(count, what, deps, timeoutSec),

@@ -376,6 +376,7 @@ export function goalInputs(r: BenchResults): GoalInputs {
     pg: peer("pg"),
     floor: peer("floor"),
     floorSplit: peer("floor-split"),
+    floorFeed: peer("floor-feed"),
   });
   const floor = e?.peers.floor;
   const floorProcs = r.systems.floor ?? [];
@@ -447,13 +448,14 @@ export function renderReport(r: BenchResults): string {
     "",
     "goals (issue 14), with the JetStream floors' figures for the same target where they apply:",
     ...table(
-      ["goal", "value", "target", "JetStream floor", "split floor", "status"],
+      ["goal", "value", "target", "JetStream floor", "split floor", "feed floor", "status"],
       r.goals.map((g) => [
         g.goal,
         g.value,
         g.target,
         g.floor?.value ?? "",
         g.floorSplit?.value ?? "",
+        g.floorFeed?.value ?? "",
         status(g),
       ]),
     ),

@@ -24,6 +24,11 @@ export const FLOOR_WORKER = "floor-worker";
 export const FLOOR_VIEWS = "floor-views";
 /** Durable of the split floor's callback step (job.done, as the hub's callback service). */
 export const FLOOR_CALLBACKS = "floor-callbacks";
+/**
+ * Durable of the feed floor's views: every event of every job, acked all at once (AckPolicy.All),
+ * as the hub's read models take their one shared feed (docs/architecture.md).
+ */
+export const FLOOR_FEED = "floor-feed";
 
 /** The kinds of the floor's events: a run, its finished view, its delivered callback. */
 export type FloorEventKind = "run" | "done" | "cb";
@@ -45,8 +50,8 @@ export interface FloorLayout {
   streamSubjects(partition: number): string;
   /** The subject of one event of a job (in the job's partition). */
   subject(kind: FloorEventKind, jobId: string): string;
-  /** A durable's filter: one kind of event of one partition. */
-  filter(partition: number, kind: FloorEventKind): string;
+  /** A durable's filter: one kind of event of one partition, or all of them. */
+  filter(partition: number, kind: FloorEventKind | "all"): string;
   /** The job id of an event subject. */
   jobIdOf(subject: string): string;
 }
@@ -65,7 +70,7 @@ export function floorLayout(partitions = 1): FloorLayout {
     bucket: (p) => (single ? FLOOR_BUCKET : `${FLOOR_BUCKET}_p${p}`),
     streamSubjects: (p) => `${root(p)}.>`,
     subject: (kind, jobId) => `${root(partition(jobId))}.${kind}.${jobId}`,
-    filter: (p, kind) => `${root(p)}.${kind}.>`,
+    filter: (p, kind) => (kind === "all" ? `${root(p)}.>` : `${root(p)}.${kind}.>`),
     jobIdOf: (subject) => subject.slice(subject.lastIndexOf(".") + 1),
   };
 }
@@ -103,6 +108,8 @@ export interface FloorTopologyOptions {
   readonly viewsInFlight: number;
   /** The split floor: a callback durable on job.done too (executor and callback apart). */
   readonly split?: boolean;
+  /** The feed floor: the views take every event from one ack-all durable (implies split). */
+  readonly feed?: boolean;
   /** Streams and buckets, one each per partition (default 1: the stream and bucket of today). */
   readonly partitions?: number;
 }
@@ -116,11 +123,15 @@ export async function createFloorTopology(
   const nc = await connect({ servers: natsUrl, name: "floor-setup" });
   const jsm = await jetstreamManager(nc);
   const kvm = new Kvm(nc);
-  const durables: [string, FloorEventKind, number][] = [
-    [FLOOR_WORKER, "run", options.runsInFlight],
-    [FLOOR_VIEWS, "done", options.viewsInFlight],
+  const durables: [string, FloorEventKind | "all", number, AckPolicy][] = [
+    [FLOOR_WORKER, "run", options.runsInFlight, AckPolicy.Explicit],
+    options.feed
+      ? [FLOOR_FEED, "all", options.viewsInFlight * 3, AckPolicy.All]
+      : [FLOOR_VIEWS, "done", options.viewsInFlight, AckPolicy.Explicit],
   ];
-  if (options.split) durables.push([FLOOR_CALLBACKS, "done", options.runsInFlight]);
+  if (options.split || options.feed) {
+    durables.push([FLOOR_CALLBACKS, "done", options.runsInFlight, AckPolicy.Explicit]);
+  }
   for (let p = 0; p < layout.partitions; p++) {
     const stream = layout.stream(p);
     await jsm.streams.add({
@@ -129,11 +140,11 @@ export async function createFloorTopology(
       storage: StorageType.File,
     });
     await kvm.create(layout.bucket(p), { history: 1 });
-    for (const [durable, kind, maxAckPending] of durables) {
+    for (const [durable, kind, maxAckPending, ackPolicy] of durables) {
       await jsm.consumers.add(stream, {
         durable_name: durable,
         filter_subject: layout.filter(p, kind),
-        ack_policy: AckPolicy.Explicit,
+        ack_policy: ackPolicy,
         max_ack_pending: maxAckPending,
         ack_wait: 30_000_000_000,
       });

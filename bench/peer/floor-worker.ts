@@ -1,5 +1,5 @@
 /**
- * The JetStream floor's worker, in one of four roles (FLOOR_ROLE):
+ * The JetStream floor's worker, in one of five roles (FLOOR_ROLE):
  *
  * - `worker` (the floor): runs and views in one process, per job one delivery to run it and one
  *   to write its view. Runs: echo the input, store job.done (the finished view), send the signed
@@ -9,6 +9,9 @@
  *   step consumes job.done (the callback URL rides in a header, as the hub's events carry what
  *   the next step needs), delivers and stores callback.delivered; the views fold is unchanged.
  *   Per job that is one delivery more (three), and two more processes woken.
+ * - `executor`, `callback`, `feed` (the feed floor): the split floor whose views take every
+ *   event of a job from one ack-all durable and write the view once the job settles
+ *   (floor-feed.ts): the hub's JetStream work per job, five deliveries and two acks.
  *
  * A failed step naks its message with a delay, so it is redelivered and retried; the events
  * carry Nats-Msg-Ids, so a retry stores none twice. Views: each job.done is put in the KV bucket
@@ -29,14 +32,16 @@ import { createCallbackSender } from "./callback.ts";
 import {
   connectFloor,
   FLOOR_CALLBACKS,
+  FLOOR_FEED,
   FLOOR_VIEWS,
   FLOOR_WORKER,
   type FloorRun,
   floorLayout,
   floorPartitionsFromEnv,
 } from "./floor-common.ts";
+import { CALLBACK_HEADER, createFeedViews } from "./floor-feed.ts";
 
-const ROLES = ["worker", "executor", "callback", "views"] as const;
+const ROLES = ["worker", "executor", "callback", "views", "feed"] as const;
 type Role = (typeof ROLES)[number];
 const role = (process.env.FLOOR_ROLE ?? "worker") as Role;
 if (!ROLES.includes(role)) {
@@ -48,8 +53,6 @@ const layout = floorLayout(floorPartitionsFromEnv(process.env.FLOOR_PARTITIONS))
 const { nc, js } = await connectFloor(`floor-${role}`);
 const sendCallback = createCallbackSender(process.env.WEBHOOK_SECRET ?? "");
 const RETRY_MS = 1_000;
-/** The job.done header carrying the run's callback URL to a separate callback step. */
-const CALLBACK_HEADER = "Floor-Callback-Url";
 
 function finishedView(run: FloorRun): PeerJobView {
   return {
@@ -130,8 +133,21 @@ async function consumeViews(): Promise<void> {
   );
 }
 
+/** The feed floor's views: one fold per partition's feed (floor-feed.ts). */
+async function consumeFeed(): Promise<void> {
+  const kvm = new Kvm(nc);
+  const buckets = await Promise.all(
+    Array.from({ length: layout.partitions }, (_, p) => kvm.open(layout.bucket(p))),
+  );
+  const folds = buckets.map((bucket) =>
+    createFeedViews({ put: (jobId, view) => bucket.put(jobId, view), jobIdOf: layout.jobIdOf }),
+  );
+  await consume(FLOOR_FEED, async (m, p) => (folds[p] as (typeof folds)[number]).take(m));
+}
+
 if (role === "worker" || role === "executor") void consume(FLOOR_WORKER, runJob);
 if (role === "worker" || role === "views") void consumeViews();
+if (role === "feed") void consumeFeed();
 if (role === "callback") void consume(FLOOR_CALLBACKS, callbackJob);
 process.stdout.write("READY\n");
 const stop = async () => {

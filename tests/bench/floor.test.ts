@@ -2,12 +2,13 @@
  * The JetStream floor (bench/peer/floor-*.ts) is only a bound for the hub if it does the work it
  * claims: an idempotent run, a view GET can read, a verified signed callback retried until it is
  * delivered, and three stored events per job with none stored twice. The same holds for the split
- * floor (its executor, callback step and views fold as processes of their own). Real nats-server,
- * real HTTP.
+ * floor (its executor, callback step and views fold as processes of their own) and the feed floor
+ * (the split floor whose views fold every event of a job from one ack-all durable, as the hub's
+ * read models do). Real nats-server, real HTTP.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { createFloorTopology, floorLayout } from "../../bench/peer/floor-common.ts";
+import { createFloorTopology, FLOOR_FEED, floorLayout } from "../../bench/peer/floor-common.ts";
 import { generateWebhookSecret, verifyWebhook } from "../../shared/webhooks/index.ts";
 import { startNats, type TestNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -81,6 +82,7 @@ function describeFloor(name: string, roles: readonly string[], partitions = 1) {
         runsInFlight: 64,
         viewsInFlight: 1024,
         split: roles.length > 1,
+        feed: roles.includes("feed"),
         partitions,
       });
       const env = {
@@ -169,6 +171,30 @@ function describeFloor(name: string, roles: readonly string[], partitions = 1) {
       expect(Object.values(await settledEvents(body.job_id))).toEqual([1, 1, 1]);
     });
 
+    if (roles.includes("feed")) {
+      test("the feed's views show the callback's state, and every event of the feed is acked", async () => {
+        const { body } = await run("fed", "/cb");
+        const view = await waitFor("the settled view", async () => {
+          const res = await fetch(`${base}/jobs/${body.job_id}`, {
+            headers: { authorization: `Bearer ${TOKEN}` },
+          });
+          return res.ok ? ((await res.json()) as Record<string, unknown>) : undefined;
+        });
+        expect(view).toMatchObject({
+          status: "done",
+          output: "input of fed",
+          callback: { status: "delivered", attempts: 1 },
+        });
+        const jsm = await jetstreamManager(nats.nc);
+        const stream = layout.stream(layout.partitionOf(body.job_id));
+        const info = await waitFor("the feed acked", async () => {
+          const i = await jsm.consumers.info(stream, FLOOR_FEED);
+          return i.num_ack_pending === 0 && i.num_pending === 0 ? i : undefined;
+        });
+        expect(info.ack_floor.stream_seq).toBe(info.delivered.stream_seq);
+      });
+    }
+
     test("a wrong token is refused with 401 and stores nothing", async () => {
       const before = await storedInAll();
       const res = await run("unauthorised", "/cb", "wrong");
@@ -182,3 +208,5 @@ describeFloor("the JetStream floor", ["worker"]);
 describeFloor("the split floor", ["executor", "callback", "views"]);
 describeFloor("the JetStream floor over 8 partitions", ["worker"], 8);
 describeFloor("the split floor over 8 partitions", ["executor", "callback", "views"], 8);
+describeFloor("the feed floor", ["executor", "callback", "feed"]);
+describeFloor("the feed floor over 8 partitions", ["executor", "callback", "feed"], 8);

@@ -144,6 +144,31 @@ describe("the JetStream floor beside each goal", () => {
     expect(g["p99 submit → callback at 500 jobs/s"]?.floorSplit).toBeUndefined();
   });
 
+  test("a goal both other floors meet and the feed floor misses is out of reach for the hub's deliveries", () => {
+    const jobsPerCpu = (floorFeed: number) =>
+      byGoal({
+        ...withFloor,
+        e2eJobsPerCpuSec: { hub: 1800, bullmqNode: 2000, floor: 2900, floorSplit: 2500, floorFeed },
+      })["e2e jobs per CPU-second ÷ BullMQ on Node"] ?? expect.unreachable();
+    const missed = jobsPerCpu(1900);
+    expect(missed.floorFeed).toEqual({ value: "0.95 (1,900 vs 2,000)", met: false });
+    expect(status(missed)).toBe(
+      "missed; out of reach for the hub's deliveries (the feed floor misses too)",
+    );
+    // Where the feed floor meets the goal, the hub's miss is its own.
+    const met = jobsPerCpu(2300);
+    expect(met.floorFeed).toEqual({ value: "1.15 (2,300 vs 2,000)", met: true });
+    expect(status(met)).toBe("missed");
+    // Goals that are not ratios to a peer carry no feed floor figure.
+    const idle = byGoal({
+      ...withFloor,
+      idleHubCores: 0.012,
+      idleFloorCores: { floorSplit: 0.008 },
+    })["idle CPU of the whole hub"];
+    expect(idle?.floorSplit).toBeDefined();
+    expect(idle?.floorFeed).toBeUndefined();
+  });
+
   test("without the floor's figures no row carries one", () => {
     for (const row of evaluateGoals(base)) expect(row.floor).toBeUndefined();
   });
@@ -218,7 +243,7 @@ describe("idle CPU beside the floors' idle", () => {
 describe("BENCH_PEER", () => {
   test("all by default; none; one; a list; an unknown name is refused by name", () => {
     const all = [...PEER_NAMES];
-    expect(all).toEqual(["bullmq", "bullmq-node", "pg", "floor", "floor-split"]);
+    expect(all).toEqual(["bullmq", "bullmq-node", "pg", "floor", "floor-split", "floor-feed"]);
     expect(parsePeerSelection(undefined)).toEqual(all);
     expect(parsePeerSelection("all")).toEqual(all);
     expect(parsePeerSelection("0")).toEqual([]);

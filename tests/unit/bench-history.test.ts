@@ -53,6 +53,7 @@ function run(startedAt: string): RecordedRun {
         met: false,
         floor: { value: "0.70", met: false },
         floorSplit: { value: "0.47", met: false },
+        floorFeed: { value: "0.41", met: false },
       },
       { goal: "ingress ÷ ceiling", value: "0.95", target: "≥ 0.80", met: true },
       { goal: "idle CPU of the whole hub", value: "–", target: "≤ 0.01 cores", met: null },
@@ -105,12 +106,15 @@ describe("summarise", () => {
     expect(summarise(base, "r.json")).not.toContain("round by round");
   });
 
-  test("one table row per goal, with both floors and the status the report gives", () => {
+  test("one table row per goal, with the three floors and the status the report gives", () => {
+    expect(text).toContain("| goal | hub | JetStream floor | split floor | feed floor | status |");
     expect(text).toContain(
-      "| e2e done/s ÷ BullMQ ≥ 1.00 | 0.33 (831 vs 2,537/s) | 0.70 | 0.47 | missed; out of reach (the floor misses too) |",
+      "| e2e done/s ÷ BullMQ ≥ 1.00 | 0.33 (831 vs 2,537/s) | 0.70 | 0.47 | 0.41 | missed; out of reach (the floor misses too) |",
     );
-    expect(text).toContain("| ingress ÷ ceiling ≥ 0.80 | 0.95 |  |  | met |");
-    expect(text).toContain("| idle CPU of the whole hub ≤ 0.01 cores | – |  |  | not measured |");
+    expect(text).toContain("| ingress ÷ ceiling ≥ 0.80 | 0.95 |  |  |  | met |");
+    expect(text).toContain(
+      "| idle CPU of the whole hub ≤ 0.01 cores | – |  |  |  | not measured |",
+    );
   });
 
   test("JetStream work per job for the closed loop and the open loop's rate", () => {
