@@ -84,6 +84,19 @@ export function floorPartitionsFromEnv(raw: string | undefined): number {
   return n;
 }
 
+/**
+ * FLOOR_PAD_BYTES: a `pad` field of that many bytes in every event (and so in the view, which the
+ * executor builds from the run): the floors' events at the hub's size, to measure what the bytes
+ * cost (docs/performance.md, "The feed floor"). Default 0: the floors' own small events.
+ */
+export function floorPad(raw: string | undefined): { readonly pad?: string } {
+  const n = Number(raw ?? 0);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new Error(`FLOOR_PAD_BYTES takes a byte count ≥ 0, not '${raw}'`);
+  }
+  return n === 0 ? {} : { pad: "x".repeat(n) };
+}
+
 /** The run as stored in its run.requested event (subject floor.run.<job_id>). */
 export interface FloorRun {
   readonly job_id: string;
@@ -92,6 +105,7 @@ export interface FloorRun {
   readonly input: string;
   readonly created_at: string;
   readonly callback_url?: string;
+  readonly pad?: string;
 }
 
 export async function connectFloor(name: string) {

@@ -8,7 +8,8 @@
  * With FLOOR_PARTITIONS = P > 1 a run goes to its job's partition (floor-common.ts, floorLayout)
  * and GET reads that partition's bucket.
  *
- * Env: PORT, PEER_TOKEN, NATS_URL, FLOOR_PARTITIONS (default 1). Prints "LISTENING <port>".
+ * Env: PORT, PEER_TOKEN, NATS_URL, FLOOR_PARTITIONS (default 1), FLOOR_PAD_BYTES (default 0).
+ * Prints "LISTENING <port>".
  */
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -18,10 +19,12 @@ import {
   connectFloor,
   type FloorRun,
   floorLayout,
+  floorPad,
   floorPartitionsFromEnv,
 } from "./floor-common.ts";
 
 const layout = floorLayout(floorPartitionsFromEnv(process.env.FLOOR_PARTITIONS));
+const pad = floorPad(process.env.FLOOR_PAD_BYTES);
 const { nc, js } = await connectFloor("floor-server");
 const kvm = new Kvm(nc);
 const buckets = await Promise.all(
@@ -37,6 +40,7 @@ const store: PeerStore = {
       input: run.input,
       created_at: new Date().toISOString(),
       ...(run.callback_url ? { callback_url: run.callback_url } : {}),
+      ...pad,
     };
     try {
       await js.publish(layout.subject("run", jobId), JSON.stringify(event), {

@@ -21,7 +21,8 @@
  * With FLOOR_PARTITIONS = P > 1 every role consumes its durable on each of the P streams
  * (floor-common.ts, floorLayout), as the hub's services do.
  *
- * Env: NATS_URL, WEBHOOK_SECRET, FLOOR_ROLE (default worker), FLOOR_PARTITIONS (default 1).
+ * Env: NATS_URL, WEBHOOK_SECRET, FLOOR_ROLE (default worker), FLOOR_PARTITIONS (default 1),
+ * FLOOR_PAD_BYTES (default 0: see floor-common.ts).
  * Prints "READY".
  */
 import type { JsMsg } from "@nats-io/jetstream";
@@ -37,6 +38,7 @@ import {
   FLOOR_WORKER,
   type FloorRun,
   floorLayout,
+  floorPad,
   floorPartitionsFromEnv,
 } from "./floor-common.ts";
 import { CALLBACK_HEADER, createFeedViews } from "./floor-feed.ts";
@@ -50,6 +52,7 @@ if (!ROLES.includes(role)) {
 }
 
 const layout = floorLayout(floorPartitionsFromEnv(process.env.FLOOR_PARTITIONS));
+const pad = floorPad(process.env.FLOOR_PAD_BYTES);
 const { nc, js } = await connectFloor(`floor-${role}`);
 const sendCallback = createCallbackSender(process.env.WEBHOOK_SECRET ?? "");
 const RETRY_MS = 1_000;
@@ -63,6 +66,7 @@ function finishedView(run: FloorRun): PeerJobView {
     created_at: run.created_at,
     completed_at: new Date().toISOString(),
     output: run.input,
+    ...pad,
   };
 }
 
@@ -77,7 +81,7 @@ async function deliver(url: string, view: PeerJobView, attempt: number): Promise
     created_at: view.created_at,
     completed_at: view.completed_at ?? "",
   });
-  const delivered = { job_id: view.job_id, attempt, duration_ms: Date.now() - started };
+  const delivered = { job_id: view.job_id, attempt, duration_ms: Date.now() - started, ...pad };
   await js.publish(layout.subject("cb", view.job_id), JSON.stringify(delivered), {
     msgID: `cb-${view.job_id}`,
   });

@@ -8,6 +8,7 @@ import {
   FLOOR_BUCKET,
   FLOOR_STREAM,
   floorLayout,
+  floorPad,
   floorPartitionsFromEnv,
 } from "../../bench/peer/floor-common.ts";
 import { partitionOf } from "../../shared/jobs/index.ts";
@@ -55,5 +56,15 @@ describe("floor layout", () => {
     expect(floorPartitionsFromEnv(undefined)).toBe(1);
     expect(floorPartitionsFromEnv("8")).toBe(8);
     expect(() => floorPartitionsFromEnv("x")).toThrow("FLOOR_PARTITIONS");
+  });
+});
+
+describe("FLOOR_PAD_BYTES", () => {
+  test("no pad by default or at 0; a pad of exactly that many bytes; anything else is refused by name", () => {
+    expect(floorPad(undefined)).toEqual({});
+    expect(floorPad("0")).toEqual({});
+    expect(floorPad("400").pad).toHaveLength(400);
+    expect(() => floorPad("-1")).toThrow("FLOOR_PAD_BYTES");
+    expect(() => floorPad("1.5")).toThrow("FLOOR_PAD_BYTES");
   });
 });
