@@ -54,7 +54,7 @@ import {
   waitHttp,
 } from "./lib/common.ts";
 import { e2eRoundsScenario } from "./lib/e2e-rounds.ts";
-import { FLOOR_NAMES, type FloorName } from "./lib/floor-peer.ts";
+import { isFloorName } from "./lib/floor-peer.ts";
 import { indexScenario, renderIndexReport } from "./lib/index-scenario.ts";
 import { createJetStreamMonitor, type JetStreamMonitor, monitorPort } from "./lib/jetstream.ts";
 import {
@@ -518,9 +518,7 @@ async function runPartitions(
 ) {
   deps.procs.trackPid("receiver", deps.receiver.pid);
   results.settings.partitions = counts;
-  const floors = PEERS.filter((p): p is FloorName =>
-    (FLOOR_NAMES as readonly string[]).includes(p),
-  );
+  const floors = PEERS.filter(isFloorName);
   const left = PEERS.filter((p) => !floors.includes(p as (typeof floors)[number]));
   if (left.length > 0) {
     results.notes.push(`the partitions run measures the floors only; left out: ${left.join(", ")}`);

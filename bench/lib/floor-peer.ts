@@ -52,9 +52,12 @@ const ROLES = {
   "floor-feed": ["executor", "callback", "feed"],
 } as const;
 
-export const FLOOR_NAMES = Object.keys(ROLES) as FloorName[];
-
 export type FloorName = keyof typeof ROLES;
+
+/** Whether a peer name is one of the floors (BENCH_PEER names them among the peers). */
+export function isFloorName(name: string): name is FloorName {
+  return Object.hasOwn(ROLES, name);
+}
 
 export interface FloorPeerOptions {
   readonly name: FloorName;

@@ -17,7 +17,7 @@ import pg from "pg";
 import { redisConnection } from "../peer/bullmq-common.ts";
 import { quietLogger, SCHEMA_SQL } from "../peer/pg-common.ts";
 import { freePort, LOOPBACK, ROOT, registerCleanup, round, spawnChild } from "./common.ts";
-import { type FloorName, type FloorPeer, startFloorPeer } from "./floor-peer.ts";
+import { type FloorName, type FloorPeer, isFloorName, startFloorPeer } from "./floor-peer.ts";
 import type { ProcessTable } from "./procs.ts";
 
 export const PEER_NAMES = [
@@ -311,7 +311,7 @@ export function startPartitionedFloor(
 }
 
 export function startPeer(name: PeerName, deps: PeerDeps): Promise<Peer> {
-  if (name === "floor" || name === "floor-split" || name === "floor-feed")
+  if (isFloorName(name))
     return startFloorPeer(deps, {
       name,
       waitEmpty: (count, what, timeoutSec) => waitEmpty(count, what, deps, timeoutSec),

@@ -23,7 +23,7 @@ const ACK_BATCH = 250;
 const ACK_EVERY_MS = 10;
 const RETRY_MS = 1_000;
 /** The hub's `projector.settle_wait` default. */
-const SETTLE_WAIT_MS = 400;
+export const SETTLE_WAIT_MS = 400;
 
 /** One delivery, and whether its job's view is stored (then it may be acked). */
 interface Entry {
@@ -45,10 +45,23 @@ export interface FeedViewsDeps {
   put(jobId: string, view: string): Promise<unknown>;
   /** The job id of an event subject. */
   jobIdOf(subject: string): string;
+  /** Milliseconds now; default Date.now. */
+  readonly now?: () => number;
 }
 
-/** A fold for one partition's feed: call `take` with each delivery, in order. */
-export function createFeedViews(deps: FeedViewsDeps): { take(msg: JsMsg): void } {
+export interface FeedViews {
+  /** Folds one delivery; call with each, in order. */
+  take(msg: JsMsg): void;
+  /** Writes every job held past the settle wait as it is; call every SWEEP_EVERY_MS. */
+  sweep(): void;
+}
+
+/** How often the caller sweeps for jobs held past the settle wait. */
+export const SWEEP_EVERY_MS = SETTLE_WAIT_MS / 4;
+
+/** A fold for one partition's feed. */
+export function createFeedViews(deps: FeedViewsDeps): FeedViews {
+  const now = deps.now ?? Date.now;
   /** Jobs whose view waits for them to settle, oldest first (Map keeps insertion order). */
   const held = new Map<string, HeldJob>();
   /** Views written before their job settled (at the settle wait), for the event that settles it. */
@@ -100,27 +113,26 @@ export function createFeedViews(deps: FeedViewsDeps): { take(msg: JsMsg): void }
     );
   };
 
-  setInterval(() => {
-    const cutoff = Date.now() - SETTLE_WAIT_MS;
-    for (const [jobId, job] of held) {
-      if (job.since > cutoff) break;
-      write(jobId, job);
-    }
-  }, SETTLE_WAIT_MS / 4).unref();
-
   /** A job's view with one more event folded in, written unless it waits to settle. */
   const fold = (jobId: string, entry: Entry, view: FeedView, settled: boolean) => {
     const before = held.get(jobId);
     const job: HeldJob = {
       view,
       entries: [...(before?.entries ?? []), entry],
-      since: before?.since ?? Date.now(),
+      since: before?.since ?? now(),
     };
     if (settled) write(jobId, job);
     else held.set(jobId, job);
   };
 
   return {
+    sweep() {
+      const cutoff = now() - SETTLE_WAIT_MS;
+      for (const [jobId, job] of held) {
+        if (job.since > cutoff) break;
+        write(jobId, job);
+      }
+    },
     take(msg) {
       const entry: Entry = { msg, stored: false };
       order.push(entry);

@@ -41,7 +41,7 @@ import {
   floorPad,
   floorPartitionsFromEnv,
 } from "./floor-common.ts";
-import { CALLBACK_HEADER, createFeedViews } from "./floor-feed.ts";
+import { CALLBACK_HEADER, createFeedViews, SWEEP_EVERY_MS } from "./floor-feed.ts";
 
 const ROLES = ["worker", "executor", "callback", "views", "feed"] as const;
 type Role = (typeof ROLES)[number];
@@ -146,6 +146,9 @@ async function consumeFeed(): Promise<void> {
   const folds = buckets.map((bucket) =>
     createFeedViews({ put: (jobId, view) => bucket.put(jobId, view), jobIdOf: layout.jobIdOf }),
   );
+  setInterval(() => {
+    for (const fold of folds) fold.sweep();
+  }, SWEEP_EVERY_MS);
   await consume(FLOOR_FEED, async (m, p) => (folds[p] as (typeof folds)[number]).take(m));
 }
 

@@ -172,26 +172,43 @@ function describeFloor(name: string, roles: readonly string[], partitions = 1) {
     });
 
     if (roles.includes("feed")) {
-      test("the feed's views show the callback's state, and every event of the feed is acked", async () => {
-        const { body } = await run("fed", "/cb");
-        const view = await waitFor("the settled view", async () => {
-          const res = await fetch(`${base}/jobs/${body.job_id}`, {
-            headers: { authorization: `Bearer ${TOKEN}` },
-          });
-          return res.ok ? ((await res.json()) as Record<string, unknown>) : undefined;
-        });
-        expect(view).toMatchObject({
+      /** GET until the view shows the callback delivered. */
+      const deliveredView = (jobId: string) =>
+        waitFor(
+          "the view with the callback delivered",
+          async () => {
+            const res = await fetch(`${base}/jobs/${jobId}`, {
+              headers: { authorization: `Bearer ${TOKEN}` },
+            });
+            const view = res.ok ? ((await res.json()) as { callback?: { status: string } }) : {};
+            return view.callback?.status === "delivered" ? view : undefined;
+          },
+          { timeoutMs: 15_000 },
+        );
+
+      test("the feed's views show the callback's state, also one retried past the settle wait, and every event of the feed is acked", async () => {
+        const first = await run("fed", "/cb");
+        // Refused once, then delivered a second later: the view is written at the settle wait
+        // (400 ms) with the callback pending, so the job cannot hold the feed's acks meanwhile.
+        const retried = await run("fed-retried", "/cb-flaky");
+        expect(await deliveredView(first.body.job_id)).toMatchObject({
           status: "done",
           output: "input of fed",
           callback: { status: "delivered", attempts: 1 },
         });
-        const jsm = await jetstreamManager(nats.nc);
-        const stream = layout.stream(layout.partitionOf(body.job_id));
-        const info = await waitFor("the feed acked", async () => {
-          const i = await jsm.consumers.info(stream, FLOOR_FEED);
-          return i.num_ack_pending === 0 && i.num_pending === 0 ? i : undefined;
+        expect(await deliveredView(retried.body.job_id)).toMatchObject({
+          status: "done",
+          callback: { status: "delivered", attempts: 2 },
         });
-        expect(info.ack_floor.stream_seq).toBe(info.delivered.stream_seq);
+        const jsm = await jetstreamManager(nats.nc);
+        for (const jobId of [first.body.job_id, retried.body.job_id]) {
+          const stream = layout.stream(layout.partitionOf(jobId));
+          const info = await waitFor("the feed acked", async () => {
+            const i = await jsm.consumers.info(stream, FLOOR_FEED);
+            return i.num_ack_pending === 0 && i.num_pending === 0 ? i : undefined;
+          });
+          expect(info.ack_floor.stream_seq).toBe(info.delivered.stream_seq);
+        }
       });
     }
 
