@@ -59,6 +59,22 @@ export function isFloorName(name: string): name is FloorName {
   return Object.hasOwn(ROLES, name);
 }
 
+/**
+ * `bun --cpu-prof` arguments for a floor process BENCH_PROFILE names (`floor-feed-callback`, …),
+ * as the hub's services get them: the floor's counterpart of a hub service profiled the same way.
+ */
+function profileArgs(proc: string): string[] {
+  const named = (process.env.BENCH_PROFILE ?? "").split(",").includes(proc);
+  return named
+    ? [
+        "--cpu-prof",
+        "--cpu-prof-md",
+        `--cpu-prof-dir=${join(ROOT, "bench/results/profiles")}`,
+        `--cpu-prof-name=${proc}-${Date.now()}`,
+      ]
+    : [];
+}
+
 export interface FloorPeerOptions {
   readonly name: FloorName;
   /** Streams and view buckets the jobs are spread over (default 1: the floor of every scenario). */
@@ -118,14 +134,15 @@ export async function startFloorPeer(
   });
   const workers = ROLES[name].map((role) => ({
     proc: `${name}-${role}`,
-    child: spawnChild(`${name}-${role}`, [deps.bun, join(ROOT, "bench/peer/floor-worker.ts")], {
-      ...env,
-      FLOOR_ROLE: role,
-    }),
+    child: spawnChild(
+      `${name}-${role}`,
+      [deps.bun, ...profileArgs(`${name}-${role}`), join(ROOT, "bench/peer/floor-worker.ts")],
+      { ...env, FLOOR_ROLE: role },
+    ),
   }));
   const server = spawnChild(
     `${name}-server`,
-    [deps.bun, join(ROOT, "bench/peer/floor-server.ts")],
+    [deps.bun, ...profileArgs(`${name}-server`), join(ROOT, "bench/peer/floor-server.ts")],
     env,
   );
   const stopProcesses = async () => {
