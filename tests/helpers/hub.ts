@@ -79,16 +79,23 @@ let indexRoot: string | undefined;
 
 /**
  * An `index:` section with a SQLite file of its own: the default path is under the working
- * directory, which test files running at once would share. Removed when the process exits.
+ * directory, which test files running at once would share. The run's files live under one
+ * temporary directory, removed after the last test file (tests/cleanup.ts).
  */
 export function testIndexYaml(): string {
-  if (indexRoot === undefined) {
-    const root = mkdtempSync(join(tmpdir(), "switchyard-index-"));
-    indexRoot = root;
-    process.on("exit", () => rmSync(root, { recursive: true, force: true }));
-  }
+  indexRoot ??= mkdtempSync(join(tmpdir(), "switchyard-index-"));
   const dir = mkdtempSync(join(indexRoot, "hub-"));
   return `index: { sqlite_path: "${join(dir, "index.sqlite")}" }`;
+}
+
+/**
+ * Removes the directory of every test hub's index. Called once, after every test file has run:
+ * `bun test` does not emit the process's `exit` event, so a handler there never ran and each run
+ * left a directory of SQLite files in the system's temporary directory.
+ */
+export function removeTestIndexRoot(): void {
+  if (indexRoot !== undefined) rmSync(indexRoot, { recursive: true, force: true });
+  indexRoot = undefined;
 }
 
 /** Builds the YAML config of a test hub. */
