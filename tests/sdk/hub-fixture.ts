@@ -4,6 +4,7 @@
  * the hub's problem codes, and stops everything when its standard input closes (the test ended
  * or died) or on SIGTERM/SIGINT. Used by tests/sdk/python.
  */
+import { removeTestIndexRoot } from "../helpers/hub.ts";
 import { hubProblemCodes, startSdkHub } from "./hub.ts";
 
 const sdk = await startSdkHub();
@@ -12,6 +13,8 @@ const stop = async () => {
   if (stopping) return;
   stopping = true;
   await sdk.stop();
+  // Not a bun test process: tests/cleanup.ts does not run here.
+  removeTestIndexRoot();
   process.exit(0);
 };
 process.on("SIGTERM", stop);
