@@ -43,6 +43,7 @@ import type { Measured } from "./compiler.ts";
 import { ALLOCATOR_ENV } from "./lib/allocator-env.ts";
 import {
   cleanupAll,
+  cpuProfileArgs,
   freePort,
   installExitHandlers,
   LOOPBACK,
@@ -249,14 +250,7 @@ function startService(svc: HubService, configPath: string, logLevel = "warn") {
   // (.cpuprofile and a markdown summary) are written to bench/results/profiles on exit.
   // BENCH_SMOL=1: run the services with Bun's --smol (a smaller heap, more frequent GC).
   const smol = env.BENCH_SMOL === "1" ? ["--smol"] : [];
-  const profile = profiled(svc)
-    ? [
-        "--cpu-prof",
-        "--cpu-prof-md",
-        `--cpu-prof-dir=${join(ROOT, "bench/results/profiles")}`,
-        `--cpu-prof-name=${svc}-${Date.now()}`,
-      ]
-    : [];
+  const profile = profiled(svc) ? cpuProfileArgs(svc) : [];
   return spawnChild(
     svc,
     [

@@ -4,6 +4,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
+import { join } from "node:path";
 
 export const LOOPBACK = "127.0.0.1";
 
@@ -130,6 +131,19 @@ export interface Child {
 const children = new Set<Child>();
 const tempDirs = new Set<string>();
 const cleanups: (() => Promise<void>)[] = [];
+
+/**
+ * `bun --cpu-prof` arguments that write `<name>-<time>.cpuprofile` (and Bun's markdown summary)
+ * to bench/results/profiles when the process exits: BENCH_PROFILE's hub services and floors.
+ */
+export function cpuProfileArgs(name: string): string[] {
+  return [
+    "--cpu-prof",
+    "--cpu-prof-md",
+    `--cpu-prof-dir=${join(ROOT, "bench/results/profiles")}`,
+    `--cpu-prof-name=${name}-${Date.now()}`,
+  ];
+}
 
 /** Spawns a child process whose output is captured; every child is stopped on exit and SIGINT. */
 export function spawnChild(

@@ -30,6 +30,7 @@ import {
   floorLayout,
 } from "../peer/floor-common.ts";
 import {
+  cpuProfileArgs,
   freePort,
   LOOPBACK,
   ROOT,
@@ -65,14 +66,7 @@ export function isFloorName(name: string): name is FloorName {
  */
 function profileArgs(proc: string): string[] {
   const named = (process.env.BENCH_PROFILE ?? "").split(",").includes(proc);
-  return named
-    ? [
-        "--cpu-prof",
-        "--cpu-prof-md",
-        `--cpu-prof-dir=${join(ROOT, "bench/results/profiles")}`,
-        `--cpu-prof-name=${proc}-${Date.now()}`,
-      ]
-    : [];
+  return named ? cpuProfileArgs(proc) : [];
 }
 
 export interface FloorPeerOptions {
