@@ -1,5 +1,5 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
-import type { Clock } from "../../shared/clock/index.ts";
+import { type Clock, parseIsoMs } from "../../shared/clock/index.ts";
 import type { ClientConfig } from "../../shared/config/index.ts";
 import {
   type AttemptRecord,
@@ -82,7 +82,7 @@ function observeSettled(
   nowMs: number,
 ): void {
   if (d.trigger.kind !== "original" || !deps.metrics) return;
-  const seconds = (nowMs - Date.parse(d.job.created_at)) / 1000;
+  const seconds = (nowMs - parseIsoMs(d.job.created_at)) / 1000;
   if (seconds >= 0) deps.metrics.callbackLatency.observe({ route: d.job.route, outcome }, seconds);
 }
 

@@ -1,3 +1,4 @@
+import { parseIsoMs } from "../../shared/clock/index.ts";
 import {
   isFinal,
   type JobEvent,
@@ -35,7 +36,7 @@ export function foldRow(row: RowFold, event: JobEvent, seq: number): RowFold {
 }
 
 const minuteOf = (iso: string | undefined): number =>
-  Math.floor(Date.parse(iso ?? "") / 60_000) || 0;
+  Math.floor(parseIsoMs(iso ?? "") / 60_000) || 0;
 
 /** Adds a count change, summing with an earlier one of the same key this round. */
 export function addCount(into: Map<string, CountDelta>, delta: CountDelta): void {

@@ -1,4 +1,5 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
+import { parseIsoMs } from "../../shared/clock/index.ts";
 import type { JobState, JobView } from "../../shared/domain/index.ts";
 import { foldHistory, GenerationalMap, isSettledView } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
@@ -99,9 +100,9 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
    */
   const createdMsOf = (job: HeldJob<RowFold>): number | Promise<number | undefined> => {
     for (const { event } of job.events) {
-      if (event.type === "run.requested") return Date.parse(event.occurred_at);
+      if (event.type === "run.requested") return parseIsoMs(event.occurred_at);
       const run = "run" in event.data ? event.data.run : undefined;
-      if (run !== undefined) return Date.parse(run.created_at);
+      if (run !== undefined) return parseIsoMs(run.created_at);
     }
     return (
       createdOf.get(job.key) ?? deps.readCreatedMs({ clientId: job.clientId, jobId: job.jobId })
@@ -157,7 +158,7 @@ export function createIndexModel(deps: IndexModelDeps): IndexModel {
     }
     for (const job of batch.jobs) {
       const view = job.state.view;
-      if (view !== null) createdOf.set(job.key, Date.parse(view.created_at));
+      if (view !== null) createdOf.set(job.key, parseIsoMs(view.created_at));
       if (view === null || isSettledView(view)) unsettled.delete(job.key);
       else unsettled.set(job.key, view);
     }

@@ -1,4 +1,5 @@
 import { TRACEPARENT_HEADER } from "../../shared/bus/index.ts";
+import { parseIsoMs } from "../../shared/clock/index.ts";
 import { isFinal, type JobState, type JobView } from "../../shared/domain/index.ts";
 import type { HubMetrics } from "../../shared/metrics/index.ts";
 import { headerOf } from "../../shared/nats/index.ts";
@@ -21,8 +22,8 @@ export function observeCompletion(metrics: ProjectorMetrics | undefined, view: J
   if (!metrics) return;
   const code = view.status === "done" ? "" : (view.error?.code ?? "");
   metrics.jobsCompleted.inc({ route: view.route, status: view.status, code });
-  const end = Date.parse(view.completed_at ?? view.updated_at);
-  const seconds = (end - Date.parse(view.created_at)) / 1000;
+  const end = parseIsoMs(view.completed_at ?? view.updated_at);
+  const seconds = (end - parseIsoMs(view.created_at)) / 1000;
   if (Number.isFinite(seconds) && seconds >= 0)
     metrics.latency.observe({ route: view.route }, seconds);
 }

@@ -20,3 +20,5 @@ export function manualClock(
     },
   };
 }
+
+export { isIsoInstant, parseIsoMs } from "./iso.ts";

@@ -1,3 +1,4 @@
+import { parseIsoMs } from "../clock/index.ts";
 import type { Actor, EventData, JobEvent, RunRequested } from "./events.ts";
 import { canMove } from "./evolve.ts";
 import { requestFingerprint } from "./fingerprint.ts";
@@ -82,7 +83,7 @@ export function decideAdmission(input: {
       `input exceeds the route's limit of ${route.maxInputBytes} bytes`,
     );
   }
-  const deadlineAt = Date.parse(input.run.occurred_at) + route.deadlineMs;
+  const deadlineAt = parseIsoMs(input.run.occurred_at) + route.deadlineMs;
   if (input.now >= deadlineAt) {
     return { kind: "end", intent: deadlineExceeded("the job passed its deadline while queued") };
   }

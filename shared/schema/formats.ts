@@ -1,4 +1,5 @@
 import { FormatRegistry } from "@sinclair/typebox";
+import { isIsoInstant } from "../clock/index.ts";
 
 /** True when the text holds an ASCII control character (U+0000–U+001F, U+007F) or a space. */
 function hasControlOrSpace(text: string): boolean {
@@ -33,6 +34,19 @@ export function isHttpUrl(text: string): boolean {
 
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
+/** What the `date-time` format accepts: RFC 3339's shape, and a time the runtime's Date can read. */
+function isDateTimeByParse(text: string): boolean {
+  return DATE_TIME.test(text) && !Number.isNaN(Date.parse(text));
+}
+
+/**
+ * The `date-time` format's check (exported for its equivalence test). Every time the hub writes
+ * is in toISOString's shape, which is checked without Date.parse (most of an event's schema check).
+ */
+export function isDateTime(text: string): boolean {
+  return isIsoInstant(text) || isDateTimeByParse(text);
+}
+
 /**
  * TypeBox refuses values of formats it does not know, so the formats our schemas use are
  * registered once here. Imported for its effect by every module that compiles such a schema.
@@ -40,7 +54,7 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2
 export function registerFormats(): void {
   if (!FormatRegistry.Has("uri")) FormatRegistry.Set("uri", isHttpUrl);
   if (!FormatRegistry.Has("date-time")) {
-    FormatRegistry.Set("date-time", (v) => DATE_TIME.test(v) && !Number.isNaN(Date.parse(v)));
+    FormatRegistry.Set("date-time", isDateTime);
   }
 }
 

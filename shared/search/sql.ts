@@ -1,3 +1,4 @@
+import { parseIsoMs } from "../clock/index.ts";
 import type { JobView } from "../domain/index.ts";
 import { jobViewCodec } from "../jobs/index.ts";
 import {
@@ -259,8 +260,8 @@ export function rowValues(view: JobView, tenant: string | undefined): unknown[] 
     view.request_id,
     view.route,
     view.status,
-    Date.parse(view.created_at),
-    Date.parse(view.updated_at),
+    parseIsoMs(view.created_at),
+    parseIsoMs(view.updated_at),
     view.error?.code ?? null,
     tenant ?? null,
     view.callback?.status ?? null,
