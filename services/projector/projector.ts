@@ -89,6 +89,8 @@ export function createProjector(deps: ProjectorDeps): Projector {
   const partition = deps.partition ?? 0;
   const store = createViewStore({
     kv: deps.kv,
+    js: deps.js,
+    bucket: deps.layout.viewBucket(partition),
     ...(deps.settledViewChanged ? { settledViewChanged: deps.settledViewChanged } : {}),
   });
   return createProjectionRunner({
