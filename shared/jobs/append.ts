@@ -1,4 +1,5 @@
 import { type JetStreamClient, PubHeaders } from "@nats-io/jetstream";
+import type { MsgHdrs } from "@nats-io/transport-node";
 import { EVENT_TYPE_HEADER, encodeEvent, isJsError, TRACEPARENT_HEADER } from "../bus/index.ts";
 import { type JobEvent, streamKindOf } from "../domain/index.ts";
 import { headersOf } from "../nats/index.ts";
@@ -29,21 +30,19 @@ export async function appendEvent(
   options: AppendOptions = {},
 ): Promise<AppendResult> {
   // The JetStream headers are set here with the event's own, rather than through publish's
-  // msgID and expect options, so nats.js's slower header code is not run for them.
-  const headers = headersOf({
-    [EVENT_TYPE_HEADER]: event.type,
-    ...(options.traceparent ? { [TRACEPARENT_HEADER]: options.traceparent } : {}),
-    [PubHeaders.MsgIdHdr]: options.msgId ?? event.id,
-    ...(options.expectedLastSubjectSeq === undefined
-      ? {}
-      : { [PubHeaders.ExpectedLastSubjectSequenceHdr]: `${options.expectedLastSubjectSeq}` }),
-  });
+  // msgID and expect options, so nats.js's slower header code is not run for them. Built by
+  // assignment: object spreads were 1 % of the executor's and the callback's samples.
+  const entries: Record<string, string> = { [EVENT_TYPE_HEADER]: event.type };
+  if (options.traceparent) entries[TRACEPARENT_HEADER] = options.traceparent;
+  entries[PubHeaders.MsgIdHdr] = options.msgId ?? event.id;
+  if (options.expectedLastSubjectSeq !== undefined) {
+    entries[PubHeaders.ExpectedLastSubjectSequenceHdr] = `${options.expectedLastSubjectSeq}`;
+  }
+  const publishOptions: { headers: MsgHdrs; timeout?: number } = { headers: headersOf(entries) };
+  if (options.timeoutMs !== undefined) publishOptions.timeout = options.timeoutMs;
   try {
     const subject = deps.layout.subject(event, streamKindOf(event.type));
-    const ack = await deps.js.publish(subject, encodeEvent(event), {
-      headers,
-      ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-    });
+    const ack = await deps.js.publish(subject, encodeEvent(event), publishOptions);
     return ack.duplicate ? { kind: "duplicate", seq: ack.seq } : { kind: "appended", seq: ack.seq };
   } catch (err) {
     if (isJsError(err, "wrongLastSequence")) {

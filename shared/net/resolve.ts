@@ -34,9 +34,16 @@ export interface ResolveOptions extends EgressPolicy {
  */
 export async function resolveAndCheck(
   hostname: string,
-  { resolver = systemResolver, checker, ...policy }: ResolveOptions = {},
+  options: ResolveOptions = {},
 ): Promise<ResolveCheck> {
-  const checks = checker ?? createEgressChecker(policy, { maxEntries: 0 });
+  // Read field by field: a rest pattern copied the options at every callback attempt.
+  const resolver = options.resolver ?? systemResolver;
+  const checks =
+    options.checker ??
+    createEgressChecker(
+      { allowCidrs: options.allowCidrs, allowPrivate: options.allowPrivate },
+      { maxEntries: 0 },
+    );
   const host = unbracket(hostname);
   const verdict = checks.host(host);
   if (verdict.refusal) return { ok: false, errorClass: "ssrf_blocked", ...verdict.refusal };

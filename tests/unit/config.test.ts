@@ -92,6 +92,11 @@ describe("config loader", () => {
     expect(parseDuration("2m")).toBe(120_000);
     expect(parseDuration("30d")).toBe(2_592_000_000);
     expect(() => parseDuration("2 minutes")).toThrow();
+    // Parsed once, remembered: the same answer again, and a bad one still refused again.
+    expect(parseDuration("2m")).toBe(120_000);
+    expect(() => parseDuration("2 minutes")).toThrow();
+    for (let i = 0; i < 300; i++) expect(parseDuration(`${i}s`)).toBe(i * 1_000);
+    expect(parseDuration("299s")).toBe(299_000);
   });
 
   test("route rules: exact keys, prefix.*, and *", () => {
