@@ -1,8 +1,9 @@
 /**
  * The times the hub writes are `Date#toISOString()`'s shape, `YYYY-MM-DDTHH:MM:SS.sssZ`, and
  * consumers read several of them per event (the schema's `date-time` check, latencies, the search
- * index's columns and counts). `Date.parse` costs about 175 ns a call on Bun; this shape is read by
- * arithmetic in about 30. Any other text goes to `Date.parse`, so every answer is its answer.
+ * index's columns and counts). `Date.parse` costs about 160 ns a call on Bun; this shape is read by
+ * arithmetic in about 45 (a loop over 1,000 fresh times). Any other text goes to `Date.parse`, so
+ * every answer is its answer.
  */
 
 /** The two-digit number at `at`, or -1 when either character is not an ASCII digit. */
@@ -12,16 +13,18 @@ function twoDigits(text: string, at: number): number {
   return tens >= 0 && tens <= 9 && ones >= 0 && ones <= 9 ? tens * 10 + ones : -1;
 }
 
-/** Character codes of the separators of `YYYY-MM-DDTHH:MM:SS.sssZ`, by position. */
-const SEPARATORS: readonly (readonly [number, number])[] = [
-  [4, 45],
-  [7, 45],
-  [10, 84],
-  [13, 58],
-  [16, 58],
-  [19, 46],
-  [23, 90],
-];
+/** True when the separators of `YYYY-MM-DDTHH:MM:SS.sssZ` are where they belong. */
+function separatorsInPlace(text: string): boolean {
+  return (
+    text.charCodeAt(4) === 45 && // -
+    text.charCodeAt(7) === 45 && // -
+    text.charCodeAt(10) === 84 && // T
+    text.charCodeAt(13) === 58 && // :
+    text.charCodeAt(16) === 58 && // :
+    text.charCodeAt(19) === 46 && // .
+    text.charCodeAt(23) === 90 // Z
+  );
+}
 
 /** Days from 1970-01-01 to the civil date (proleptic Gregorian; H. Hinnant's days_from_civil). */
 function daysFromCivil(year: number, month: number, day: number): number {
@@ -39,8 +42,7 @@ function daysFromCivil(year: number, month: number, day: number): number {
  * in any month, which Date.parse rolls into the next month, as this does); NaN otherwise.
  */
 function isoInstantMs(text: string): number {
-  if (text.length !== 24) return Number.NaN;
-  for (const [at, code] of SEPARATORS) if (text.charCodeAt(at) !== code) return Number.NaN;
+  if (text.length !== 24 || !separatorsInPlace(text)) return Number.NaN;
   const century = twoDigits(text, 0);
   const year = twoDigits(text, 2);
   const month = twoDigits(text, 5);
