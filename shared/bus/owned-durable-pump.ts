@@ -22,8 +22,11 @@ export function pumpOwnedDurable(deps: {
   readonly messages: AsyncIterable<JsMsg>;
   /** The fold still takes messages. */
   readonly running: () => boolean;
-  /** Waits, before each message, until it may be taken (the projector: while its lease lapsed). */
-  readonly beforeEach?: () => Promise<void>;
+  /**
+   * Before each message: a wait until it may be taken (the projector: while its lease lapsed), or
+   * undefined when it may be taken now (no promise and no turn of the loop per message).
+   */
+  readonly beforeEach?: () => Promise<void> | undefined;
   /** Queues the message and wakes the fold. */
   readonly push: (msg: JsMsg) => void;
   readonly full: () => boolean;
@@ -33,7 +36,8 @@ export function pumpOwnedDurable(deps: {
   const gapOf = deliveryGapDetector();
   const done = (async () => {
     for await (const msg of deps.messages) {
-      await deps.beforeEach?.();
+      const wait = deps.beforeEach?.();
+      if (wait !== undefined) await wait;
       if (!deps.running()) break;
       const gap = gapOf(msg);
       if (gap !== undefined) {

@@ -41,7 +41,7 @@ export interface OwnDurableDeps {
   readonly push: (msg: JsMsg) => void;
   readonly full: () => boolean;
   /** Waits, before each message, until it may be taken (while the lease lapsed). */
-  readonly beforeEach: () => Promise<void>;
+  readonly beforeEach: () => Promise<void> | undefined;
   readonly onGap: (gap: DeliveryGap) => void;
   /** The consumer ended or went silent under the runner: it must be taken again. */
   readonly lost: (why: "ended" | "deleted" | "silent", err?: Error) => void;

@@ -119,6 +119,10 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     }
   };
 
+  const waitWhileFenced = async () => {
+    while (!leading() && consuming) await Bun.sleep(FENCED_PAUSE_MS);
+  };
+
   /** Takes its own durable from the model's position (the lowest of its followers') and folds. */
   const consume = async () => {
     const {
@@ -146,9 +150,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
       full: () => lane.queued() >= pace.maxBatch * 4,
       // A holder whose lease lapsed (paused past it, or a renewal running late) takes nothing
       // more until the lease is renewed or the holder stands down.
-      beforeEach: async () => {
-        while (!leading() && consuming) await Bun.sleep(FENCED_PAUSE_MS);
-      },
+      beforeEach: () => (leading() || !consuming ? undefined : waitWhileFenced()),
       onGap: (gap) => {
         logger.warn(
           { ...log, ...gap },

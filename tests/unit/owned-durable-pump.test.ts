@@ -104,4 +104,26 @@ describe("pumpOwnedDurable: an owned durable's messages into the fold queue", ()
     await pump.done;
     expect(queue.map((m) => m.seq)).toEqual([1]);
   });
+
+  test("a beforeEach that answers undefined lets each message through without a wait", async () => {
+    const messages = feed();
+    const queue: JsMsg[] = [];
+    let asked = 0;
+    const pump = pumpOwnedDurable({
+      messages,
+      running: () => true,
+      beforeEach: () => {
+        asked++;
+        return undefined;
+      },
+      push: (msg) => queue.push(msg),
+      full: () => false,
+      onGap: () => {},
+    });
+    for (const n of [1, 2, 3]) messages.send(delivery(n));
+    messages.end();
+    await pump.done;
+    expect(queue.map((m) => m.seq)).toEqual([1, 2, 3]);
+    expect(asked).toBe(3);
+  });
 });
