@@ -40,7 +40,7 @@ export interface OwnDurableDeps {
   readonly lowest?: number;
   readonly push: (msg: JsMsg) => void;
   readonly full: () => boolean;
-  /** Waits, before each message, until it may be taken (while the lease lapsed). */
+  /** Before each message: a wait while the lease lapsed, or undefined to take it now. */
   readonly beforeEach: () => Promise<void> | undefined;
   readonly onGap: (gap: DeliveryGap) => void;
   /** The consumer ended or went silent under the runner: it must be taken again. */

@@ -41,7 +41,8 @@ function isDateTimeByParse(text: string): boolean {
 
 /**
  * The `date-time` format's check (exported for its equivalence test). Every time the hub writes
- * is in toISOString's shape, which is checked without Date.parse (most of an event's schema check).
+ * is in toISOString's shape, which is checked without Date.parse (half of an event's schema check
+ * in the 2026-11-29 profiles).
  */
 export function isDateTime(text: string): boolean {
   return isIsoInstant(text) || isDateTimeByParse(text);
