@@ -4,6 +4,7 @@ import { type EventLayout, readCreatedMs } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
+  type BacklogCollector,
   createProjectionRunner,
   type RoundPacer,
   type SharedFeeds,
@@ -39,6 +40,8 @@ export interface IndexerDeps {
   readonly now?: () => number;
   /** Shared by the indexers of one process, one per partition: their round gap grows with them. */
   readonly pacer?: RoundPacer;
+  /** Shared by every read model of the process: it collects while one folds a backlog. */
+  readonly backlog?: BacklogCollector;
   /**
    * The process runs the projector too: once caught up, this indexer folds the deliveries of its
    * partition's projector durable instead of its own (shared/projection/shared-feed.ts).
@@ -102,6 +105,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       backoffMs: { first: 100, max: 5_000 },
     },
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
+    ...(deps.backlog ? { backlog: deps.backlog } : {}),
     ...(deps.feeds ? { feeds: { registry: deps.feeds, role: "follower" as const } } : {}),
   });
   let untrack = () => {};

@@ -6,6 +6,7 @@ import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Lease } from "../../shared/lease/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
+  type BacklogCollector,
   createProjectionRunner,
   type RoundPacer,
   type SharedFeeds,
@@ -48,6 +49,8 @@ export interface ProjectorDeps {
   readonly durable?: string;
   /** Shared by the projectors of one process, one per partition: their round gap grows with them. */
   readonly pacer?: RoundPacer;
+  /** Shared by every read model of the process: it collects while one folds a backlog. */
+  readonly backlog?: BacklogCollector;
   /**
    * The process runs the indexer too: while this projector leads, its partition's indexer may
    * fold its deliveries instead of its own durable's (shared/projection/shared-feed.ts).
@@ -123,6 +126,7 @@ export function createProjector(deps: ProjectorDeps): Projector {
       backoffMs: { first: 50, max: 2_000 },
     },
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
+    ...(deps.backlog ? { backlog: deps.backlog } : {}),
     ...(deps.feeds ? { feeds: { registry: deps.feeds, role: "host" as const } } : {}),
   });
 }

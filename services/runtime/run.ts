@@ -20,6 +20,8 @@ import { publishViewChanged } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import {
+  type BacklogCollector,
+  createBacklogCollector,
   createRoundPacer,
   createSharedFeeds,
   type SharedFeeds,
@@ -243,16 +245,7 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
     });
     stoppables.push({ name: "executor", stop: executor.stop });
   }
-  // Both read models here: each partition's index folds its projector's deliveries (one delivery
-  // per event for both, shared/projection/shared-feed.ts). The indexer starts first, so it also
-  // stops first (in order), writing what it holds while its projector still feeds it.
-  const feeds =
-    groups.includes("projector") && groups.includes("indexer") ? createSharedFeeds() : undefined;
-  if (services.includes("indexer")) await ctx.search.startIndexer({ stoppables, leases, feeds });
-  if (leases && groups.includes("projector")) await startProjector(ctx, { leases, feeds });
-  // After the read models: each stops its slots first (writing what it holds, releasing each
-  // claim), and the member record goes last.
-  if (leases) stoppables.push({ name: "partition claims", stop: leases.stop });
+  await startReadModels(ctx, { services, groups, leases });
   if (services.includes("callback")) {
     const { callbackSettings, createCallbackService } = await import("../callback/index.ts");
     const callback = createCallbackService({
@@ -275,11 +268,46 @@ async function startParts(services: readonly ServiceName[], ctx: PartsContext): 
   return { ...(ingress ? { ingress } : {}), monitoring };
 }
 
+/** The read models this process runs, and the claims they share. */
+async function startReadModels(
+  ctx: PartsContext,
+  read: {
+    readonly services: readonly ServiceName[];
+    readonly groups: readonly ReadModelGroup[];
+    readonly leases: ReadModelLeases | undefined;
+  },
+): Promise<void> {
+  const { services, groups, leases } = read;
+  const { stoppables, metrics } = ctx;
+  // Both read models here: each partition's index folds its projector's deliveries (one delivery
+  // per event for both, shared/projection/shared-feed.ts). The indexer starts first, so it also
+  // stops first (in order), writing what it holds while its projector still feeds it.
+  const feeds =
+    groups.includes("projector") && groups.includes("indexer") ? createSharedFeeds() : undefined;
+  // One per process: a read model folding a backlog makes it collect (backlog-collector.ts).
+  const backlog = createBacklogCollector({
+    collect: () => Bun.gc(true),
+    now: () => performance.now(),
+    collected: () => metrics.backlogCollections.inc(),
+  });
+  if (services.includes("indexer")) {
+    await ctx.search.startIndexer({ stoppables, leases, feeds, backlog });
+  }
+  if (leases && groups.includes("projector")) await startProjector(ctx, { leases, feeds, backlog });
+  // After the read models: each stops its slots first (writing what it holds, releasing each
+  // claim), and the member record goes last.
+  if (leases) stoppables.push({ name: "partition claims", stop: leases.stop });
+}
+
 async function startProjector(
   ctx: PartsContext,
-  read: { readonly leases: ReadModelLeases; readonly feeds: SharedFeeds | undefined },
+  read: {
+    readonly leases: ReadModelLeases;
+    readonly feeds: SharedFeeds | undefined;
+    readonly backlog: BacklogCollector;
+  },
 ): Promise<void> {
-  const { leases, feeds } = read;
+  const { leases, feeds, backlog } = read;
   const { deps, hub, stoppables, metrics, tracing } = ctx;
   const { config, logger } = deps;
   const projectorLogger = logger.child({ component: "projector" });
@@ -303,6 +331,7 @@ async function startProjector(
       settleWaitMs: parseDuration(config.projector.settle_wait),
       lease: leases.lease("projector", partition),
       pacer,
+      backlog,
       ...(feeds ? { feeds } : {}),
       metrics,
       ...tracing,

@@ -1,7 +1,11 @@
 import { type Config, parseDuration } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
-import { createRoundPacer, type SharedFeeds } from "../../shared/projection/index.ts";
+import {
+  type BacklogCollector,
+  createRoundPacer,
+  type SharedFeeds,
+} from "../../shared/projection/index.ts";
 import {
   type IndexStore,
   openIndexStore,
@@ -40,8 +44,10 @@ export async function startSearchIndex(deps: {
       readonly leases: ReadModelLeases | undefined;
       /** The projector runs here too: the indexers fold its deliveries once caught up. */
       readonly feeds: SharedFeeds | undefined;
+      /** The process's collector for read models folding a backlog. */
+      readonly backlog: BacklogCollector;
     }) {
-      const { stoppables, leases, feeds } = options;
+      const { stoppables, leases, feeds, backlog } = options;
       if (!store || !leases) {
         // A warning where the indexer runs alone (a pod deployed for nothing), a note in `up`.
         const level = deps.services.length === 1 ? "warn" : "info";
@@ -77,6 +83,7 @@ export async function startSearchIndex(deps: {
           // One writer per partition at a time: the partition's lease (at P > 1 a claim).
           lease: leases.lease("indexer", partition),
           pacer,
+          backlog,
           ...(feeds ? { feeds } : {}),
         });
         await indexer.start();

@@ -37,6 +37,8 @@ export interface HubMetrics {
   readonly executorInFlight: Gauge<"route">;
   /** Partitions of a read model (projector, indexer) this process holds now. */
   readonly partitionsHeld: Gauge<"group">;
+  /** Full collections a read-models process ran while folding a backlog. */
+  readonly backlogCollections: Counter;
   /** 1 for each service this process runs (alerts on a service nobody runs). */
   readonly serviceInfo: Gauge<"service">;
   expose(): Promise<{ contentType: string; body: string }>;
@@ -120,6 +122,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): HubMe
       name: "switchyard_partitions_held",
       help: "Partitions of a read model (group: projector, indexer) this process holds now",
       labelNames: ["group"],
+      registers,
+    }),
+    backlogCollections: new Counter({
+      name: "switchyard_backlog_collections_total",
+      help: "Full garbage collections a read-models process ran while a read model folded a backlog",
       registers,
     }),
     streamMessages: new Gauge({

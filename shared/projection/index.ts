@@ -1,4 +1,10 @@
 export { AckFloor } from "./ack-floor.ts";
+export {
+  BACKLOG_COLLECT_EVERY_MS,
+  BACKLOG_MIN_PENDING,
+  type BacklogCollector,
+  createBacklogCollector,
+} from "./backlog-collector.ts";
 export { decodeDelivery } from "./decoded.ts";
 export { HeldJobs } from "./held.ts";
 export {

@@ -1,4 +1,5 @@
 import type { JsMsg } from "@nats-io/jetstream";
+import type { BacklogCollector } from "./backlog-collector.ts";
 import { type RoundPacer, sharedRoundGapMs } from "./pacer.ts";
 import { ProjectionFencedError } from "./read-model.ts";
 import { createRounds, type RoundsDeps } from "./rounds.ts";
@@ -6,6 +7,8 @@ import { createRounds, type RoundsDeps } from "./rounds.ts";
 /** The rounds' deps (the lane sets `settles` at each start), and how the lane meets its runner. */
 export interface LaneDeps<State> extends Omit<RoundsDeps<State>, "settles"> {
   readonly pacer?: RoundPacer;
+  /** Told each round's backlog: the process collects while a lane catches up. */
+  readonly backlog?: BacklogCollector;
   /** Called when the lane takes messages off its queue (a pump waiting for room goes on). */
   readonly roomMade: () => void;
   /** Another writer owns the model's store: the lane has stopped and dropped what it held. */
@@ -67,6 +70,7 @@ export function createLane<State>(deps: LaneDeps<State>) {
     queue = queue.slice(batch.length);
     deps.roomMade();
     const exhausted = await rounds.round(batch, !running);
+    deps.backlog?.roundDone(rounds.pending());
     if (queue.length === 0 && running) drained?.();
     return { round: true, giveUp: exhausted && !running };
   };

@@ -4,6 +4,7 @@ import { isJsError } from "../bus/index.ts";
 import type { EventLayout } from "../jobs/index.ts";
 import { retryWhile } from "../lease/index.ts";
 import type { Logger } from "../log/index.ts";
+import type { BacklogCollector } from "./backlog-collector.ts";
 import { createLane } from "./lane.ts";
 import { type OwnDurable, takeOwnDurable } from "./own-durable.ts";
 import type { RoundPacer } from "./pacer.ts";
@@ -35,6 +36,11 @@ export interface ProjectionRunnerDeps<State> {
    * grows with the runners folding (pacer.ts). Without it each runner paces alone.
    */
   readonly pacer?: RoundPacer;
+  /**
+   * Shared by every runner of one process: a full collection now and then while a runner folds
+   * a backlog (backlog-collector.ts). Without it the collector's own pace is the only one.
+   */
+  readonly backlog?: BacklogCollector;
   /**
    * The read models of one process share each partition's deliveries (shared-feed.ts): the job
    * view's runner hosts, the index's follows. Without it the runner always folds its own durable.
@@ -102,6 +108,7 @@ export function createProjectionRunner<State>(deps: ProjectionRunnerDeps<State>)
     durable,
     fence,
     ...(deps.pacer ? { pacer: deps.pacer } : {}),
+    ...(deps.backlog ? { backlog: deps.backlog } : {}),
     roomMade: () => own?.roomMade(),
     fenced: (err) => fence.refused(err.message),
   });
