@@ -1,16 +1,16 @@
 /**
  * Bounds a read-models process's memory while one of its lanes folds a backlog: a restart after
- * downtime, the search index joining after it was off, a rebuild. Every delivery's bytes live in
- * a socket chunk outside the JavaScript heap; at a catch-up's pace the chunks outlive a young
- * collection, and JavaScriptCore frees them only at a full one, which its heap's own growth sets
- * about every two seconds. Meanwhile the process's RSS grows by the chunks of some 60,000 events
+ * downtime, the search index joining after it was off, a rebuild. At a catch-up's pace the
+ * process's RSS grows by memory outside the JavaScript heap, mostly the deliveries' bytes (nats.js
+ * reads them in socket chunks), that JavaScriptCore frees only with the objects owning it at a
+ * full collection, which its own heap's growth sets about every two seconds there
  * (`bun bench/read-models.ts` with READ_MODELS_BACKLOG=40000: 94 MB before, 175 at most, with a
  * 26–36-MB JavaScript heap). A full collection at most every `everyMs` while a lane has at least
- * `minPending` events undelivered held that peak to 139 MB, for a catch-up 15 % longer
+ * `minPending` events undelivered holds that peak to 140 MB, for a catch-up 15 % longer
  * (docs/performance.md, "Catching up a backlog").
  *
- * A lane that keeps up never has that many undelivered (at the e2e bench's full load the lanes
- * never reached it), so a hub at work pays nothing; a lane that falls that far behind pays one
+ * A lane that keeps up never has that many undelivered (in the e2e bench's POST phases and closed
+ * loop none did), so a hub at work pays nothing; a lane that falls that far behind pays one
  * collection per `everyMs` for as long as it stays behind.
  */
 export interface BacklogCollector {
