@@ -18,7 +18,7 @@ export interface BacklogCollector {
   roundDone(pending: number): void;
 }
 
-/** The undelivered events from which a lane is catching up: eight of the indexer's rounds. */
+/** The undelivered events from which a lane is catching up: four of the indexer's rounds. */
 export const BACKLOG_MIN_PENDING = 2_000;
 /** The least time between two collections: one collection of a 25-MB heap takes 30–40 ms. */
 export const BACKLOG_COLLECT_EVERY_MS = 150;
