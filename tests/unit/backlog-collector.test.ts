@@ -6,7 +6,7 @@ import {
 } from "../../shared/projection/index.ts";
 
 /** A collector on a clock the test moves, counting its collections. */
-function given() {
+function given(settings: { readonly minPending?: number; readonly everyMs?: number } = {}) {
   let now = 1_000;
   let collections = 0;
   let counted = 0;
@@ -18,6 +18,7 @@ function given() {
     collected: () => {
       counted++;
     },
+    ...settings,
   });
   return {
     collector,
@@ -73,22 +74,13 @@ describe("backlog collector", () => {
   });
 
   test("its threshold and period can be set", () => {
-    let collections = 0;
-    let now = 0;
-    const collector = createBacklogCollector({
-      collect: () => {
-        collections++;
-      },
-      now: () => now,
-      minPending: 10,
-      everyMs: 1_000,
-    });
+    const { collector, advance, collections } = given({ minPending: 10, everyMs: 1_000 });
     collector.roundDone(9);
     collector.roundDone(10);
-    now = 999;
+    advance(999);
     collector.roundDone(10);
-    now = 1_000;
+    advance(1);
     collector.roundDone(10);
-    expect(collections).toBe(2);
+    expect(collections()).toBe(2);
   });
 });
