@@ -25,15 +25,17 @@
  * READ_MODELS_BACKLOG (jobs; default 0: none): before the rounds, a child folds that many jobs
  * into the view with the index off (published at READ_MODELS_BACKLOG_RATE jobs/s, default 5000),
  * then this process starts with the index on and reports the index's catch-up (catchUp below),
- * READ_MODELS_ALLOCATOR_ENV (0: Bun's allocator defaults), READ_MODELS_LOG_LEVEL (warn).
+ * READ_MODELS_REBUILD (with a backlog; 1: this process rebuilds the index from the whole stream,
+ * as `switchyard index rebuild` does, and reports that instead of the catch-up; 2: the same
+ * without a backlog collector, to compare), READ_MODELS_ALLOCATOR_ENV (0: Bun's allocator defaults), READ_MODELS_LOG_LEVEL (warn).
  */
 import { heapSize, memoryUsage } from "bun:jsc";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
-import { INDEX_CONSUMER } from "../services/indexer/index.ts";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { INDEX_CONSUMER, rebuildIndex } from "../services/indexer/index.ts";
 import { type RunningHub, setupTopology, startServices } from "../services/runtime/index.ts";
 import { hashToken } from "../shared/auth/index.ts";
 import { TOPOLOGY } from "../shared/bus/index.ts";
@@ -43,7 +45,7 @@ import { randomIds } from "../shared/ids/index.ts";
 import { appendEvent, SINGLE_PARTITION_LAYOUT } from "../shared/jobs/index.ts";
 import { createLogger } from "../shared/log/index.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
-import { openSqliteIndex } from "../shared/search/index.ts";
+import { type IndexStore, openSqliteIndex } from "../shared/search/index.ts";
 import { ALLOCATOR_ENV } from "./lib/allocator-env.ts";
 import { cpuSec, round } from "./lib/common.ts";
 import { median } from "./lib/compare.ts";
@@ -65,6 +67,7 @@ const ROUNDS = setting("READ_MODELS_ROUNDS", 5, 1);
 const INDEX = setting("READ_MODELS_INDEX", 1, 0) === 1;
 const BACKLOG = setting("READ_MODELS_BACKLOG", 0, 0);
 const BACKLOG_RATE = setting("READ_MODELS_BACKLOG_RATE", 5_000, 100);
+const REBUILD = setting("READ_MODELS_REBUILD", 0, 0);
 const TICK_MS = 10;
 /** How long the read models may take, after the last publish, to have written every event. */
 const CAUGHT_UP_MS = 120_000;
@@ -183,14 +186,11 @@ function rssMb(): number {
 }
 
 /**
- * Starts the read models with the index on over a stream whose backlog only the view has (the
- * e2e bench's index-off phase leaves it so), and reports the index's catch-up: its time, and this
- * process's resident set (sampled every 100 ms) and JavaScript heap at the highest sample.
+ * Folds the backlog into the index (`fold`: the read models catching up, or a rebuild) and
+ * reports it: its time, and this process's resident set (sampled every 100 ms) and JavaScript
+ * heap at the highest sample.
  */
-async function catchUp(deps: {
-  readonly start: () => Promise<RunningHub>;
-  readonly caughtUp: () => Promise<void>;
-}): Promise<RunningHub> {
+async function foldReport(what: string, fold: () => Promise<void>): Promise<void> {
   Bun.gc(true);
   const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
   const before = rssMb();
@@ -201,15 +201,29 @@ async function catchUp(deps: {
   };
   const timer = setInterval(sample, 100);
   const started = performance.now();
-  const hub = await deps.start();
-  await deps.caughtUp();
+  await fold();
   const seconds = round((performance.now() - started) / 1000, 1);
   clearInterval(timer);
   sample();
   console.log(
-    `catch-up of ${BACKLOG} jobs (${BACKLOG * 3} events): ${seconds} s; RSS ${before} MB before, ${top.rss} at most (JS heap ${top.heap} MB then), ${rssMb()} after; the allocator's peak commit ${mb(memoryUsage().peakCommit)} MB`,
+    `${what} of ${BACKLOG} jobs (${BACKLOG * 3} events): ${seconds} s; RSS ${before} MB before, ${top.rss} at most (JS heap ${top.heap} MB then), ${rssMb()} after; the allocator's peak commit ${mb(memoryUsage().peakCommit)} MB`,
   );
-  return hub;
+}
+
+/** `switchyard index rebuild` in this process: the whole stream folded into an empty index. */
+async function rebuildBacklog(
+  nc: NatsConnection,
+  options: { readonly store: IndexStore; readonly collect: boolean },
+): Promise<void> {
+  await rebuildIndex({
+    nc,
+    js: jetstream(nc),
+    jsm: await jetstreamManager(nc),
+    layout: SINGLE_PARTITION_LAYOUT,
+    store: options.store,
+    logger: createLogger({ level: "warn", service: "bench", destination: process.stderr }),
+    ...(options.collect ? {} : { backlog: { roundDone() {} } }),
+  });
 }
 
 async function main(): Promise<void> {
@@ -223,6 +237,7 @@ async function main(): Promise<void> {
     const jsm = await jetstreamManager(nc);
     // A second connection to the index, as the operator API reads its position.
     const indexStore = openSqliteIndex(indexPath);
+    await indexStore.migrate();
     const stream = SINGLE_PARTITION_LAYOUT.stream(0);
     const spawnPublisher = async (range: object, mode = "publish") => {
       const publisher = Bun.spawn(
@@ -263,15 +278,22 @@ async function main(): Promise<void> {
       return { user, system, readModels: user + system, natsServer };
     };
 
-    let hub: RunningHub;
+    let hub: RunningHub | undefined;
     if (BACKLOG > 0) {
       await spawnPublisher({ indexPath, count: BACKLOG, rate: BACKLOG_RATE }, "backlog");
       // As the e2e bench turns the index on again: no durable of its own left from before.
       await jsm.consumers.delete(stream, INDEX_CONSUMER).catch(() => undefined);
-      hub = await catchUp({
-        start: () => startServices(["projector", "indexer"], depsOf(true)),
-        caughtUp: () => caughtUp({ view: false, index: true }),
-      });
+      if (REBUILD > 0) {
+        await foldReport(REBUILD === 1 ? "index rebuild" : "index rebuild, no collector", () =>
+          rebuildBacklog(nc, { store: indexStore, collect: REBUILD === 1 }),
+        );
+        hub = await startServices(["projector", "indexer"], depsOf(true));
+      } else {
+        await foldReport("catch-up", async () => {
+          hub = await startServices(["projector", "indexer"], depsOf(true));
+          await caughtUp({ view: false, index: true });
+        });
+      }
     } else {
       hub = await startServices(["projector", "indexer"], depsOf(INDEX));
     }
@@ -290,7 +312,7 @@ async function main(): Promise<void> {
       `read models (index ${INDEX ? "on" : "off"}, ${JOBS} jobs at ${RATE}/s, median of ${ROUNDS}): ${mid((f) => f.readModels)} µs/job (user ${mid((f) => f.user)}, system ${mid((f) => f.system)}); nats-server ${mid((f) => f.natsServer)}; peak RSS ${Math.round(Number(peakKb) / 1024)} MB`,
     );
     await indexStore.close();
-    await hub.stop();
+    await hub?.stop();
   } finally {
     await nc.close();
     await server.stop();

@@ -3,6 +3,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
+  type BacklogCollector,
+  createProcessBacklogCollector,
   ReadModelRunningError,
   type RebuildLease,
   takeRebuildLease,
@@ -27,6 +29,8 @@ export interface IndexRebuildDeps {
   /** Called once when an indexer runs: it rebuilds the index itself (what holds its lease). */
   readonly runningIndexer?: (detail: string) => void;
   readonly timeoutMs?: number;
+  /** Bounds the memory of the fold, a backlog of the whole stream; default: this process's. */
+  readonly backlog?: BacklogCollector;
 }
 
 export interface IndexRebuilt {
@@ -71,9 +75,10 @@ export async function rebuildIndex(deps: IndexRebuildDeps): Promise<IndexRebuilt
     for (const stream of layout.streams()) await deleteIndexConsumer(deps.jsm, stream);
     await deps.store.reset();
     let events = 0;
+    const backlog = deps.backlog ?? createProcessBacklogCollector();
     // Partition after partition: one writer per partition, each from the start of its stream.
     for (const [partition, lease] of leases.entries()) {
-      events += await rebuildPartition(deps, { partition, lease });
+      events += await rebuildPartition(deps, { partition, lease, backlog });
     }
     await deps.store.optimize();
     for (const lease of leases) lease.check();
@@ -126,9 +131,13 @@ async function rebuildByRunningIndexer(deps: IndexRebuildDeps): Promise<IndexReb
 /** Folds one partition's whole stream into the index; the sequence it reached. */
 async function rebuildPartition(
   deps: IndexRebuildDeps,
-  held: { readonly partition: number; readonly lease: RebuildLease },
+  held: {
+    readonly partition: number;
+    readonly lease: RebuildLease;
+    readonly backlog: BacklogCollector;
+  },
 ): Promise<number> {
-  const { partition, lease } = held;
+  const { partition, lease, backlog } = held;
   const stream = deps.layout.stream(partition);
   const indexer = createIndexer({
     nc: deps.nc,
@@ -141,6 +150,7 @@ async function rebuildPartition(
     lingerMs: 0,
     maxBatch: 2_000,
     lease: lease.fence,
+    backlog,
   });
   await indexer.start();
   const deadline = Date.now() + (deps.timeoutMs ?? DAY_MS);

@@ -5,6 +5,8 @@ import { isJsError, TOPOLOGY } from "../../shared/bus/index.ts";
 import type { EventLayout } from "../../shared/jobs/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 import {
+  type BacklogCollector,
+  createProcessBacklogCollector,
   ReadModelRunningError,
   RebuildInterruptedError,
   type RebuildLease,
@@ -26,6 +28,8 @@ export interface RebuildDeps {
   readonly probeMs?: number;
   /** Called at each step, and awaited. */
   readonly onStep?: (step: RebuildStep) => void | Promise<void>;
+  /** Bounds the memory of the fold, a backlog of the whole stream; default: this process's. */
+  readonly backlog?: BacklogCollector;
 }
 
 export { ReadModelRunningError, RebuildInterruptedError };
@@ -74,12 +78,13 @@ export async function rebuildProjection(
   deps: RebuildDeps,
 ): Promise<{ events: number; jobs: number }> {
   const total = { events: 0, jobs: 0 };
+  const backlog = deps.backlog ?? createProcessBacklogCollector();
   // Partition after partition, each under its own projector lease.
   for (let partition = 0; partition < deps.layout.partitions; partition++) {
     const lease = await takeRebuildLease({ ...deps, group: "projector", partition });
     try {
       await deps.onStep?.("lease_taken");
-      const done = await rebuildUnderLease(deps, { lease, partition });
+      const done = await rebuildUnderLease(deps, { lease, partition, backlog });
       total.events += done.events;
       total.jobs += done.jobs;
     } finally {
@@ -91,9 +96,13 @@ export async function rebuildProjection(
 
 async function rebuildUnderLease(
   deps: RebuildDeps,
-  held: { readonly lease: RebuildLease; readonly partition: number },
+  held: {
+    readonly lease: RebuildLease;
+    readonly partition: number;
+    readonly backlog: BacklogCollector;
+  },
 ): Promise<{ events: number; jobs: number }> {
-  const { lease, partition } = held;
+  const { lease, partition, backlog } = held;
   const durable = TOPOLOGY.consumers.projector;
   const stream = deps.layout.stream(partition);
   await refuseIfProjectorRuns(deps, { stream, durable });
@@ -120,6 +129,7 @@ async function rebuildUnderLease(
     kv,
     logger: deps.logger,
     lease: lease.fence,
+    backlog,
   });
   await projector.start();
   const deadline = Date.now() + (deps.timeoutMs ?? 600_000);

@@ -21,7 +21,7 @@ import type { Logger } from "../../shared/log/index.ts";
 import { createMetrics, type HubMetrics } from "../../shared/metrics/index.ts";
 import {
   type BacklogCollector,
-  createBacklogCollector,
+  createProcessBacklogCollector,
   createRoundPacer,
   createSharedFeeds,
   type SharedFeeds,
@@ -285,10 +285,9 @@ async function startReadModels(
   const feeds =
     groups.includes("projector") && groups.includes("indexer") ? createSharedFeeds() : undefined;
   // One per process: a read model folding a backlog makes it collect (backlog-collector.ts).
-  const backlog = createBacklogCollector({
-    collect: () => Bun.gc(true),
-    now: () => performance.now(),
-    collected: () => metrics.backlogCollections.inc(),
+  const backlog = createProcessBacklogCollector((tookMs) => {
+    metrics.backlogCollections.inc();
+    metrics.backlogCollectionSeconds.inc(tookMs / 1_000);
   });
   if (services.includes("indexer")) {
     await ctx.search.startIndexer({ stoppables, leases, feeds, backlog });

@@ -39,6 +39,8 @@ export interface HubMetrics {
   readonly partitionsHeld: Gauge<"group">;
   /** Full collections a read-models process ran while folding a backlog. */
   readonly backlogCollections: Counter;
+  /** The time those collections took. */
+  readonly backlogCollectionSeconds: Counter;
   /** 1 for each service this process runs (alerts on a service nobody runs). */
   readonly serviceInfo: Gauge<"service">;
   expose(): Promise<{ contentType: string; body: string }>;
@@ -127,6 +129,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): HubMe
     backlogCollections: new Counter({
       name: "switchyard_backlog_collections_total",
       help: "Full garbage collections a read-models process ran while a read model folded a backlog",
+      registers,
+    }),
+    backlogCollectionSeconds: new Counter({
+      name: "switchyard_backlog_collection_seconds_total",
+      help: "Seconds the backlog collections of a read-models process took",
       registers,
     }),
     streamMessages: new Gauge({

@@ -1,9 +1,11 @@
 export { AckFloor } from "./ack-floor.ts";
 export {
   BACKLOG_COLLECT_EVERY_MS,
+  BACKLOG_MAX_SHARE,
   BACKLOG_MIN_PENDING,
   type BacklogCollector,
   createBacklogCollector,
+  createProcessBacklogCollector,
 } from "./backlog-collector.ts";
 export { decodeDelivery } from "./decoded.ts";
 export { HeldJobs } from "./held.ts";

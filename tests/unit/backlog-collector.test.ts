@@ -1,22 +1,34 @@
 import { describe, expect, test } from "bun:test";
 import {
   BACKLOG_COLLECT_EVERY_MS,
+  BACKLOG_MAX_SHARE,
   BACKLOG_MIN_PENDING,
   createBacklogCollector,
 } from "../../shared/projection/index.ts";
 
-/** A collector on a clock the test moves, counting its collections. */
-function given(settings: { readonly minPending?: number; readonly everyMs?: number } = {}) {
+interface Given {
+  readonly minPending?: number;
+  readonly everyMs?: number;
+  readonly maxShare?: number;
+  /** How long each collection takes on the test's clock (default 0). */
+  readonly collectMs?: number;
+}
+
+/** A collector on a clock the test moves, counting its collections and the time they took. */
+function given({ collectMs = 0, ...settings }: Given = {}) {
   let now = 1_000;
   let collections = 0;
   let counted = 0;
+  let tookMs = 0;
   const collector = createBacklogCollector({
     collect: () => {
       collections++;
+      now += collectMs;
     },
     now: () => now,
-    collected: () => {
+    collected: (took) => {
       counted++;
+      tookMs += took;
     },
     ...settings,
   });
@@ -25,8 +37,10 @@ function given(settings: { readonly minPending?: number; readonly everyMs?: numb
     advance: (ms: number) => {
       now += ms;
     },
+    now: () => now,
     collections: () => collections,
     counted: () => counted,
+    tookMs: () => tookMs,
   };
 }
 
@@ -82,5 +96,31 @@ describe("backlog collector", () => {
     advance(1);
     collector.roundDone(10);
     expect(collections()).toBe(2);
+  });
+
+  test("collections slower than the period take at most their share of the process's time", () => {
+    // A large heap (or a profiler attached): each collection takes longer than the period.
+    const { collector, advance, now, collections, tookMs } = given({ collectMs: 200 });
+    const start = now();
+    while (now() - start < 60_000) {
+      collector.roundDone(100_000);
+      advance(10);
+    }
+    expect(collections()).toBeGreaterThan(0);
+    expect(tookMs()).toBe(collections() * 200);
+    // Spaced by the period alone they would take all of it.
+    expect(tookMs() / (now() - start)).toBeLessThanOrEqual(BACKLOG_MAX_SHARE + 0.01);
+    expect(tookMs() / (now() - start)).toBeGreaterThan(BACKLOG_MAX_SHARE - 0.05);
+  });
+
+  test("collections faster than the period keep to the period", () => {
+    // 35 ms, as one of a 25-MB heap: its rest (3 × 35 ms) ends before the period does.
+    const { collector, advance, now, collections } = given({ collectMs: 35 });
+    const start = now();
+    while (now() - start < 10 * BACKLOG_COLLECT_EVERY_MS) {
+      collector.roundDone(100_000);
+      advance(5);
+    }
+    expect(collections()).toBe(10);
   });
 });
