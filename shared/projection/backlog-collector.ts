@@ -6,7 +6,7 @@
  * full collection, which its own heap's growth sets about every two seconds there
  * (`bun bench/read-models.ts` with READ_MODELS_BACKLOG=40000: 94 MB before, 175 at most, with a
  * 26–36-MB JavaScript heap). A full collection at most every `everyMs` while a lane has at least
- * `minPending` events undelivered holds that peak to 140 MB, for a catch-up 15 % longer
+ * `minPending` events undelivered holds that peak to 140–152 MB, for a catch-up up to 15 % longer
  * (docs/performance.md, "Catching up a backlog").
  *
  * A lane that keeps up never has that many undelivered (in the e2e bench's POST phases and closed
