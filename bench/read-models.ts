@@ -24,12 +24,12 @@
  * READ_MODELS_ROUNDS (default 5), READ_MODELS_INDEX (1: the index on, the default; 0: off),
  * READ_MODELS_BACKLOG (jobs; default 0: none): before the rounds, a child folds that many jobs
  * into the view with the index off (published at READ_MODELS_BACKLOG_RATE jobs/s, default 5000),
- * then this process starts with the index on and reports the index's catch-up (catchUp below),
+ * then this process starts with the index on and reports the index's catch-up (foldReport below),
  * READ_MODELS_REBUILD (with a backlog; 1: this process rebuilds the index from the whole stream,
  * as `switchyard index rebuild` does, and reports that instead of the catch-up; 2: the same
  * without a backlog collector, to compare), READ_MODELS_ALLOCATOR_ENV (0: Bun's allocator defaults), READ_MODELS_LOG_LEVEL (warn).
  */
-import { heapSize, memoryUsage } from "bun:jsc";
+import { heapStats, memoryUsage } from "bun:jsc";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -185,19 +185,42 @@ function rssMb(): number {
   return Math.round(Number(kb) / 1024);
 }
 
+const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
+
+/**
+ * Where this process's memory is, in MB: its resident set; JavaScriptCore's heap, live (heapSize)
+ * and committed (heapCapacity: live objects and dead ones not collected yet); the memory outside
+ * the heap that JavaScript objects own and report to it (extraMemorySize: ArrayBuffers, among them
+ * every Buffer, and large strings), and the ArrayBuffers alone. The rest of the resident set is
+ * native memory outside JavaScriptCore's count: Bun's and SQLite's own, and pages the allocator
+ * keeps after they are freed.
+ */
+function memoryNow() {
+  const stats = heapStats();
+  return {
+    rss: rssMb(),
+    live: mb(stats.heapSize),
+    committed: mb(stats.heapCapacity),
+    external: mb(stats.extraMemorySize),
+    arrayBuffers: mb(process.memoryUsage().arrayBuffers),
+  };
+}
+
+const describeMemory = (m: ReturnType<typeof memoryNow>) =>
+  `RSS ${m.rss} MB (JS heap ${m.live} MB live of ${m.committed} committed; ${m.external} MB outside it owned by JS objects, ${m.arrayBuffers} of them ArrayBuffers)`;
+
 /**
  * Folds the backlog into the index (`fold`: the read models catching up, or a rebuild) and
- * reports it: its time, and this process's resident set (sampled every 100 ms) and JavaScript
- * heap at the highest sample.
+ * reports it: its time, and this process's memory before, at the highest resident-set sample
+ * (every 100 ms) and after.
  */
 async function foldReport(what: string, fold: () => Promise<void>): Promise<void> {
   Bun.gc(true);
-  const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
-  const before = rssMb();
-  let top = { rss: before, heap: mb(heapSize()) };
+  const before = memoryNow();
+  let top = before;
   const sample = () => {
-    const rss = rssMb();
-    if (rss > top.rss) top = { rss, heap: mb(heapSize()) };
+    const now = memoryNow();
+    if (now.rss > top.rss) top = now;
   };
   const timer = setInterval(sample, 100);
   const started = performance.now();
@@ -206,7 +229,7 @@ async function foldReport(what: string, fold: () => Promise<void>): Promise<void
   clearInterval(timer);
   sample();
   console.log(
-    `${what} of ${BACKLOG} jobs (${BACKLOG * 3} events): ${seconds} s; RSS ${before} MB before, ${top.rss} at most (JS heap ${top.heap} MB then), ${rssMb()} after; the allocator's peak commit ${mb(memoryUsage().peakCommit)} MB`,
+    `${what} of ${BACKLOG} jobs (${BACKLOG * 3} events): ${seconds} s; before: ${describeMemory(before)}; at most: ${describeMemory(top)}; after: RSS ${rssMb()} MB; the allocator's peak commit ${mb(memoryUsage().peakCommit)} MB`,
   );
 }
 

@@ -1,11 +1,11 @@
 /**
  * Bounds a read-models process's memory while one of its lanes folds a backlog: a restart after
- * downtime, the search index joining after it was off, a rebuild. At a catch-up's pace the
- * process's RSS grows by memory outside the JavaScript heap, mostly the deliveries' bytes (nats.js
- * reads them in socket chunks), that JavaScriptCore frees only with the objects owning it at a
- * full collection, which its own heap's growth sets about every two seconds there
- * (`bun bench/read-models.ts` with READ_MODELS_BACKLOG=40000: 94 MB before, 175 at most, with a
- * 26–36-MB JavaScript heap). A full collection at most every `everyMs` while a lane has at least
+ * downtime, the search index joining after it was off, a rebuild. At a catch-up's pace the objects
+ * each delivery makes outlive the young collections, and the process's RSS grows by those dead
+ * objects and the native memory they hold, which only a full collection frees; JavaScriptCore
+ * runs one when its heap has about doubled, every two seconds or so there
+ * (`bun bench/read-models.ts` with READ_MODELS_BACKLOG=40000: 94 MB before, 175 at most, with
+ * 26–36 MB of the JavaScript heap live). A full collection at most every `everyMs` while a lane has at least
  * `minPending` events undelivered holds that peak to 140–152 MB, for a catch-up up to 15 % longer
  * (docs/performance.md, "Catching up a backlog").
  *
