@@ -27,7 +27,8 @@
  * then this process starts with the index on and reports the index's catch-up (foldReport below),
  * READ_MODELS_REBUILD (with a backlog; 1: this process rebuilds the index from the whole stream,
  * as `switchyard index rebuild` does, and reports that instead of the catch-up; 2: the same
- * without a backlog collector, to compare), READ_MODELS_ALLOCATOR_ENV (0: Bun's allocator defaults), READ_MODELS_LOG_LEVEL (warn).
+ * without a backlog collector, to compare), READ_MODELS_ALLOCATOR_ENV (0: Bun's allocator
+ * defaults), READ_MODELS_LOG_LEVEL (warn).
  */
 import { heapStats, memoryUsage } from "bun:jsc";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -68,6 +69,12 @@ const INDEX = setting("READ_MODELS_INDEX", 1, 0) === 1;
 const BACKLOG = setting("READ_MODELS_BACKLOG", 0, 0);
 const BACKLOG_RATE = setting("READ_MODELS_BACKLOG_RATE", 5_000, 100);
 const REBUILD = setting("READ_MODELS_REBUILD", 0, 0);
+if (REBUILD > 2 || (REBUILD > 0 && BACKLOG === 0)) {
+  process.stderr.write(
+    `READ_MODELS_REBUILD must be 0, 1 or 2, and 1 or 2 only with READ_MODELS_BACKLOG; got '${env.READ_MODELS_REBUILD}' with READ_MODELS_BACKLOG '${env.READ_MODELS_BACKLOG ?? ""}'\n`,
+  );
+  process.exit(2);
+}
 const TICK_MS = 10;
 /** How long the read models may take, after the last publish, to have written every event. */
 const CAUGHT_UP_MS = 120_000;
