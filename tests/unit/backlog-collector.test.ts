@@ -123,4 +123,15 @@ describe("backlog collector", () => {
     }
     expect(collections()).toBe(10);
   });
+
+  test("its share of the process's time can be set", () => {
+    const { collector, advance, now, tookMs } = given({ collectMs: 200, maxShare: 0.5 });
+    const start = now();
+    while (now() - start < 60_000) {
+      collector.roundDone(100_000);
+      advance(10);
+    }
+    expect(tookMs() / (now() - start)).toBeLessThanOrEqual(0.51);
+    expect(tookMs() / (now() - start)).toBeGreaterThan(BACKLOG_MAX_SHARE + 0.1);
+  });
 });
