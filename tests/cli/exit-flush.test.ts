@@ -5,16 +5,18 @@
  * tests/tools/large-documents.test.ts: the summary line was missing; with the slow reader below,
  * about half of the 736 kB of diagnostics was lost on every run).
  */
-import { expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const REPO_ROOT = join(import.meta.dir, "../..");
 const GITHUB = join(REPO_ROOT, "node_modules/@octokit/openapi/generated/api.github.com.json");
+const dir = mkdtempSync(join(tmpdir(), "sy-exit-flush-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 test("a compile's diagnostics read slowly from a pipe arrive whole, with the summary", async () => {
-  const out = join(mkdtempSync(join(tmpdir(), "sy-exit-flush-")), "github.json");
+  const out = join(dir, "github.json");
   // -o: the tools go to a file, every diagnostic (info included) to stderr.
   const proc = Bun.spawn(
     [

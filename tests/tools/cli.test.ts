@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runToolsCommand } from "../../services/cli/tools-command.ts";
@@ -21,6 +21,7 @@ function io(env: Record<string, string | undefined> = {}) {
 }
 
 const tmp = mkdtempSync(join(tmpdir(), "sy-tools-cli-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("switchyard tools (runToolsCommand)", () => {
   test("compile writes a compileResult and exits 0 without errors", async () => {

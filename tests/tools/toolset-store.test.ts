@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, statSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
@@ -16,6 +16,10 @@ import {
 } from "../../shared/tools/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { REPO_ROOT, validTool } from "./helpers.ts";
+
+/** The CLI tests' files (a compiled set above max_payload is 3 MB). */
+const tmp = mkdtempSync(join(tmpdir(), "sy-publish-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const GITHUB = join(REPO_ROOT, "node_modules/@octokit/openapi/generated/api.github.com.json");
 
@@ -137,8 +141,7 @@ describe("tool-set store (KV pointer sy_toolsets + Object Store sy_toolset_objec
     "GitHub's REST description compiles (NDJSON) and publishes through the CLI, above max_payload",
     async () => {
       await using nats = await startNats();
-      const dir = mkdtempSync(join(tmpdir(), "sy-publish-"));
-      const file = join(dir, "github.ndjson");
+      const file = join(tmp, "github.ndjson");
       const c = io({});
       expect(await runToolsCommand(["compile", GITHUB, "--ndjson", "-o", file], c.io)).toBe(0);
       expect(statSync(file).size).toBeGreaterThan(nats.nc.info?.max_payload as number);
@@ -159,8 +162,7 @@ describe("tool-set store (KV pointer sy_toolsets + Object Store sy_toolset_objec
 
   test("switchyard tools publish refuses an invalid set and needs NATS_URL", async () => {
     await using nats = await startNats();
-    const dir = mkdtempSync(join(tmpdir(), "sy-publish-"));
-    const file = join(dir, "set.json");
+    const file = join(tmp, "set.json");
     writeFileSync(
       file,
       JSON.stringify({ tools: [validTool({ risk: "extreme" })], diagnostics: [] }),
