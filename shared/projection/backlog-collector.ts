@@ -5,16 +5,16 @@
  * objects and the native memory they hold, which only a full collection frees; JavaScriptCore
  * runs one when its heap has about doubled, every two seconds or so there
  * (`bun bench/read-models.ts` with READ_MODELS_BACKLOG=40000: 94 MB before, 175 at most, with
- * 26–36 MB of the JavaScript heap live). A full collection at most every `everyMs` while a lane has at least
- * `minPending` events undelivered holds that peak to 140–152 MB, for a catch-up up to 15 % longer
- * (docs/performance.md, "Catching up a backlog").
+ * 26–36 MB of the JavaScript heap live). A full collection at most every `everyMs` while a lane
+ * has at least `minPending` events undelivered holds that peak to 140–152 MB, for a catch-up up
+ * to 15 % longer (docs/performance.md, "Catching up a backlog").
  *
  * A lane that keeps up never has that many undelivered (in the e2e bench's POST phases and closed
  * loop none did), so a hub at work pays nothing; a lane that falls that far behind pays one
- * collection per `everyMs` for as long as it stays behind. A collection slower than that (a large
- * heap, a profiler attached) spaces the next one out, so collections take at most `maxShare` of
- * the process's time: spaced only by `everyMs` they would run back to back, and the catch-up they
- * serve would all but stop.
+ * collection per `everyMs` for as long as it stays behind. A collection longer than `maxShare` of
+ * `everyMs` (a large heap, a profiler attached) spaces the next one out, so collections take at
+ * most `maxShare` of the process's time: spaced only by `everyMs` they would run back to back, and
+ * the catch-up they serve would all but stop.
  */
 export interface BacklogCollector {
   /** A lane finished a round with `pending` events not yet delivered to its durable. */

@@ -38,7 +38,8 @@ export interface ProjectionRunnerDeps<State> {
   readonly pacer?: RoundPacer;
   /**
    * Shared by every runner of one process: a full collection now and then while a runner folds
-   * a backlog (backlog-collector.ts). Without it the runner never collects (a rebuild, a test).
+   * a backlog (backlog-collector.ts). Without it the runner never collects (a test); rebuilds
+   * bring their own.
    */
   readonly backlog?: BacklogCollector;
   /**
