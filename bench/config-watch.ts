@@ -1,0 +1,104 @@
+#!/usr/bin/env bun
+/**
+ * What watching the config file costs an idle process: `bun bench/config-watch.ts`.
+ *
+ * Starts CONFIG_WATCH_PROCS idle Bun processes for each way of watching a config file in a temporary
+ * directory, all at once so the machine's noise weighs on each alike, and reads their CPU time
+ * (/proc, user + system, 10-ms ticks) over CONFIG_WATCH_SEC seconds:
+ *
+ * - `hub`: the services' watch (services/cli/config-watch.ts: the directory watched with inotify,
+ *   and the 60-s backstop poll);
+ * - `stat poll`: node:fs watchFile every 2 s, the other way to follow Kubernetes' symlink swaps;
+ * - `none`: no watch, the process's own floor.
+ *
+ * Prints one line per way: busy cores per process and the ticks counted.
+ *
+ * The processes end with this one (their stdin closes), also when it is killed.
+ *
+ * Env: CONFIG_WATCH_PROCS (per way, default 4), CONFIG_WATCH_SEC (default 90).
+ */
+import { mkdtempSync, readFileSync, rmSync, watchFile, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stampFiles, watchConfig } from "../services/cli/config-watch.ts";
+import { parseConfig } from "../shared/config/index.ts";
+import { createLogger } from "../shared/log/index.ts";
+
+const WAYS = ["hub", "stat poll", "none"] as const;
+type Way = (typeof WAYS)[number];
+
+/** A child: watches `path` the given way and idles until killed. */
+function child(way: Way, path: string): void {
+  if (way === "hub") {
+    watchConfig(
+      {
+        path,
+        load: async () => parseConfig(readFileSync(path, "utf8"), {}),
+        apply: async () => undefined,
+        logger: createLogger({ level: "silent", service: "bench" }),
+      },
+      stampFiles([path]),
+    );
+  } else if (way === "stat poll") {
+    watchFile(path, { interval: 2_000, persistent: false }, () => undefined);
+  }
+  // Idle until the parent ends: its end closes stdin, even when it is killed.
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.resume();
+}
+
+/** A whole number of at least 1 from the environment, or an exit naming the key. */
+function setting(key: string, fallback: number): number {
+  const raw = process.env[key];
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (Number.isInteger(n) && n >= 1) return n;
+  process.stderr.write(`${key} takes a whole number ≥ 1; got '${raw}'\n`);
+  process.exit(2);
+}
+
+/** utime + stime of a process, in clock ticks. */
+function ticks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+async function main(): Promise<void> {
+  const procs = setting("CONFIG_WATCH_PROCS", 4);
+  const seconds = setting("CONFIG_WATCH_SEC", 90);
+  const dir = mkdtempSync(join(tmpdir(), "switchyard-config-watch-bench-"));
+  const path = join(dir, "switchyard.yaml");
+  writeFileSync(path, "routes:\n  - key: a.echo\n    executor: { kind: builtin, name: echo }\n");
+  const children = WAYS.flatMap((way) =>
+    Array.from({ length: procs }, () => ({
+      way,
+      proc: Bun.spawn([process.execPath, import.meta.path, "child", way, path], {
+        stdio: ["pipe", "ignore", "inherit"],
+      }),
+    })),
+  );
+  try {
+    // Start-up (loading the modules) is not idling: count from a few seconds after it.
+    await Bun.sleep(5_000);
+    const before = children.map((c) => ticks(c.proc.pid));
+    await Bun.sleep(seconds * 1_000);
+    const after = children.map((c) => ticks(c.proc.pid));
+    for (const way of WAYS) {
+      let counted = 0;
+      children.forEach((c, i) => {
+        if (c.way === way) counted += (after[i] ?? 0) - (before[i] ?? 0);
+      });
+      // A tick is 10 ms of CPU.
+      const cores = (counted * 0.01) / seconds / procs;
+      console.log(
+        `${way}: ${cores.toFixed(5)} cores per process (${counted} ticks, ${procs} processes, ${seconds} s)`,
+      );
+    }
+  } finally {
+    for (const c of children) c.proc.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === "child") child(process.argv[3] as Way, process.argv[4] ?? "");
+else await main();
