@@ -4,27 +4,41 @@
  *
  * Starts CONFIG_WATCH_PROCS idle Bun processes for each way of watching a config file in a temporary
  * directory, all at once so the machine's noise weighs on each alike, and reads their CPU time
- * (/proc, user + system, 10-ms ticks) over CONFIG_WATCH_SEC seconds:
+ * (/proc, user + system, 10-ms ticks) over CONFIG_WATCH_SEC seconds, while this process writes
+ * another file of that directory CONFIG_WATCH_NEIGHBOR_WRITES times a second (the search index's
+ * SQLite files sit beside the config in some layouts, the bench's own among them):
  *
- * - `hub`: the services' watch (services/cli/config-watch.ts: the directory watched with inotify,
- *   and the 60-s backstop poll);
+ * - `hub`: the services' watch (services/cli/config-watch.ts: each file watched with inotify, and
+ *   the 60-s backstop);
  * - `stat poll`: node:fs watchFile every 2 s, the other way to follow Kubernetes' symlink swaps;
+ * - `directory watch`: the file's directory watched with inotify, its stat compared at each event
+ *   (what a directory watch costs where other files of the directory are written);
  * - `none`: no watch, the process's own floor.
  *
  * Prints one line per way: busy cores per process and the ticks counted.
  *
  * The processes end with this one (their stdin closes), also when it is killed.
  *
- * Env: CONFIG_WATCH_PROCS (per way, default 4), CONFIG_WATCH_SEC (default 90).
+ * Env: CONFIG_WATCH_PROCS (per way, default 4), CONFIG_WATCH_SEC (default 90),
+ * CONFIG_WATCH_NEIGHBOR_WRITES (per second, default 200; 0: none).
  */
-import { mkdtempSync, readFileSync, rmSync, watchFile, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  watch,
+  watchFile,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { stampFiles, watchConfig } from "../services/cli/config-watch.ts";
 import { parseConfig } from "../shared/config/index.ts";
 import { createLogger } from "../shared/log/index.ts";
 
-const WAYS = ["hub", "stat poll", "none"] as const;
+const WAYS = ["hub", "stat poll", "directory watch", "none"] as const;
 type Way = (typeof WAYS)[number];
 
 /** A child: watches `path` the given way and idles until killed. */
@@ -41,19 +55,21 @@ function child(way: Way, path: string): void {
     );
   } else if (way === "stat poll") {
     watchFile(path, { interval: 2_000, persistent: false }, () => undefined);
+  } else if (way === "directory watch") {
+    watch(dirname(path), { persistent: false }, () => statSync(path));
   }
   // Idle until the parent ends: its end closes stdin, even when it is killed.
   process.stdin.on("end", () => process.exit(0));
   process.stdin.resume();
 }
 
-/** A whole number of at least 1 from the environment, or an exit naming the key. */
-function setting(key: string, fallback: number): number {
+/** A whole number of at least `least` from the environment, or an exit naming the key. */
+function setting(key: string, fallback: number, least = 1): number {
   const raw = process.env[key];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (Number.isInteger(n) && n >= 1) return n;
-  process.stderr.write(`${key} takes a whole number ≥ 1; got '${raw}'\n`);
+  if (Number.isInteger(n) && n >= least) return n;
+  process.stderr.write(`${key} takes a whole number ≥ ${least}; got '${raw}'\n`);
   process.exit(2);
 }
 
@@ -66,6 +82,7 @@ function ticks(pid: number): number {
 async function main(): Promise<void> {
   const procs = setting("CONFIG_WATCH_PROCS", 4);
   const seconds = setting("CONFIG_WATCH_SEC", 90);
+  const neighborWrites = setting("CONFIG_WATCH_NEIGHBOR_WRITES", 200, 0);
   const dir = mkdtempSync(join(tmpdir(), "switchyard-config-watch-bench-"));
   const path = join(dir, "switchyard.yaml");
   writeFileSync(path, "routes:\n  - key: a.echo\n    executor: { kind: builtin, name: echo }\n");
@@ -77,6 +94,12 @@ async function main(): Promise<void> {
       }),
     })),
   );
+  const neighbor = join(dir, "index.sqlite-wal");
+  const page = new Uint8Array(4_096);
+  const writer =
+    neighborWrites > 0
+      ? setInterval(() => appendFileSync(neighbor, page), 1_000 / neighborWrites)
+      : undefined;
   try {
     // Start-up (loading the modules) is not idling: count from a few seconds after it.
     await Bun.sleep(5_000);
@@ -91,10 +114,11 @@ async function main(): Promise<void> {
       // A tick is 10 ms of CPU.
       const cores = (counted * 0.01) / seconds / procs;
       console.log(
-        `${way}: ${cores.toFixed(5)} cores per process (${counted} ticks, ${procs} processes, ${seconds} s)`,
+        `${way}: ${cores.toFixed(5)} cores per process (${counted} ticks, ${procs} processes, ${seconds} s, ${neighborWrites} writes/s beside the file)`,
       );
     }
   } finally {
+    clearInterval(writer);
     for (const c of children) c.proc.kill();
     rmSync(dir, { recursive: true, force: true });
   }

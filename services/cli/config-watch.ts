@@ -1,5 +1,4 @@
-import { type FSWatcher, statSync, unwatchFile, watch, watchFile } from "node:fs";
-import { dirname } from "node:path";
+import { type FSWatcher, statSync, watch } from "node:fs";
 import { type Config, ConfigError } from "../../shared/config/index.ts";
 import type { Logger } from "../../shared/log/index.ts";
 
@@ -12,14 +11,14 @@ export interface ConfigWatchDeps {
   readonly apply: (config: Config) => Promise<unknown>;
   readonly logger: Logger;
   /**
-   * How often the files' metadata is compared besides the directory watches: the backstop for a
-   * file system whose changes inotify does not see (a network file system), and for a directory
-   * that cannot be watched.
+   * How often the files are compared besides their watches, and a watch that could not be set is
+   * tried again: the backstop for a file system whose changes inotify does not see (a network file
+   * system), and for a file missing when it was to be watched.
    */
   readonly backstopMs?: number;
 }
 
-/** The backstop poll's period: a change that no directory watch saw is picked up within it. */
+/** The backstop's period: a change that no watch saw is picked up within it. */
 export const CONFIG_BACKSTOP_MS = 60_000;
 
 /** What a file was when the configuration was read: compared again when the watch starts. */
@@ -55,14 +54,17 @@ export interface ConfigWatch {
 
 /**
  * Reloads the configuration on SIGHUP (the caller wires the signal to `reload`) and when the
- * config file or a secret file it references changes. Each file's directory is watched (inotify),
- * not the file: an editor's save and the symlink swap Kubernetes uses to update a mounted
- * ConfigMap or Secret (`..data` renamed over) are both entries of the directory changing, and an
- * event costs one stat of the files there. An idle process so wakes for nothing, where polling
- * stat every 2 s costs each process about 0.0005 cores on a slow VM, a sixth of an idle hub's CPU
- * (`bun bench/config-watch.ts`). A slow stat poll stays as the backstop for a file system whose
- * changes inotify does not see. An invalid file changes nothing: the running configuration stays,
- * and every problem is logged with its key.
+ * config file or a secret file it references changes. Each file is watched (inotify, through its
+ * symlinks to the file they reach), so an idle process wakes for nothing, and neither does a busy
+ * one for other files of the directory (the search index's SQLite files sit beside the config in
+ * some layouts). An edit in place is a change of the file; an editor's save (a new file renamed
+ * over it) and the symlink swap Kubernetes uses to update a mounted ConfigMap or Secret (`..data`
+ * renamed over, then the old files removed) end the watched file: the watch is set again on what
+ * the path reaches now. Every `backstopMs` the files are compared too, and a watch that could not
+ * be set (a missing file) is tried again: the backstop for a file system whose changes inotify
+ * does not see. Polling stat every 2 s instead costs each process about 0.0005 cores on a slow VM,
+ * a sixth of an idle hub's CPU (`bun bench/config-watch.ts`). An invalid file changes nothing: the
+ * running configuration stays, and every problem is logged with its key.
  *
  * The watch starts once the services run, which can be many seconds after the files were read
  * (waiting for NATS, say). `stamps` are the files as they were read: one that differs now is
@@ -72,11 +74,10 @@ export function watchConfig(
   deps: ConfigWatchDeps,
   stamps: ReadonlyMap<string, FileStamp | null>,
 ): ConfigWatch {
-  const backstopMs = deps.backstopMs ?? CONFIG_BACKSTOP_MS;
   /** Each followed file as last compared (null: missing). */
   const seen = new Map<string, FileStamp | null>();
-  /** A watch per directory of a followed file, and the followed files in it. */
-  const directories = new Map<string, { watcher: FSWatcher | undefined; paths: Set<string> }>();
+  /** The watch of each followed file that has one now. */
+  const watchers = new Map<string, FSWatcher>();
   let chain: Promise<void> = Promise.resolve();
   let timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -90,31 +91,40 @@ export function watchConfig(
     timer = setTimeout(() => void reload(`${path} changed`), 300);
   };
 
-  const watchDirectory = (dir: string): FSWatcher | undefined => {
+  /** Watches what the path reaches now; a file that cannot be watched waits for the backstop. */
+  const arm = (path: string) => {
+    watchers.get(path)?.close();
+    watchers.delete(path);
     try {
-      const watcher = watch(dir, { persistent: false }, () => {
-        for (const path of directories.get(dir)?.paths ?? []) compare(path);
+      const watcher = watch(path, { persistent: false }, (event) => {
+        compare(path);
+        // The watched file was replaced or removed: watch what the path reaches now.
+        if (event === "rename") arm(path);
       });
-      watcher.on("error", (err: Error) => {
-        deps.logger.warn({ dir, err: err.message }, "config directory watch ended; polling");
+      watcher.on("error", () => {
+        if (watchers.get(path) === watcher) watchers.delete(path);
       });
-      return watcher;
-    } catch (err) {
-      // A directory that does not exist (yet) or cannot be watched: the backstop poll covers it.
-      deps.logger.warn({ dir, err: (err as Error).message }, "cannot watch config directory");
-      return undefined;
+      watchers.set(path, watcher);
+    } catch {
+      // Missing (between an unlink and a rename, say) or not watchable: the backstop tries again.
     }
+    // What changed between the old watch's end and this one.
+    compare(path);
   };
+
+  const backstop = setInterval(() => {
+    for (const path of seen.keys()) {
+      compare(path);
+      if (!watchers.has(path)) arm(path);
+    }
+  }, deps.backstopMs ?? CONFIG_BACKSTOP_MS);
+  backstop.unref();
 
   const follow = (paths: readonly string[]) => {
     for (const path of [deps.path, ...paths]) {
       if (seen.has(path)) continue;
       seen.set(path, stampOf(path));
-      const dir = dirname(path);
-      const entry = directories.get(dir);
-      if (entry) entry.paths.add(path);
-      else directories.set(dir, { watcher: watchDirectory(dir), paths: new Set([path]) });
-      watchFile(path, { interval: backstopMs, persistent: false }, () => compare(path));
+      arm(path);
     }
   };
 
@@ -150,10 +160,10 @@ export function watchConfig(
     reload,
     stop() {
       clearTimeout(timer);
-      for (const path of seen.keys()) unwatchFile(path);
-      for (const { watcher } of directories.values()) watcher?.close();
+      clearInterval(backstop);
+      for (const watcher of watchers.values()) watcher.close();
+      watchers.clear();
       seen.clear();
-      directories.clear();
     },
   };
 }

@@ -26,9 +26,16 @@ describe("bench/config-watch.ts", () => {
     const out = run({ CONFIG_WATCH_PROCS: "1", CONFIG_WATCH_SEC: "1" });
     expect(out.exitCode).toBe(0);
     const lines = out.stdout.toString().trim().split("\n");
-    expect(lines.map((l) => l.split(":")[0])).toEqual(["hub", "stat poll", "none"]);
+    expect(lines.map((l) => l.split(":")[0])).toEqual([
+      "hub",
+      "stat poll",
+      "directory watch",
+      "none",
+    ]);
     for (const line of lines) {
-      expect(line).toMatch(/: \d+\.\d{5} cores per process \(\d+ ticks, 1 processes, 1 s\)$/);
+      expect(line).toMatch(
+        /: \d+\.\d{5} cores per process \(\d+ ticks, 1 processes, 1 s, 200 writes\/s beside the file\)$/,
+      );
     }
     expect(leftDirs()).toEqual(before);
   }, 30_000);

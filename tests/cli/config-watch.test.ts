@@ -21,8 +21,8 @@ const yamlWith = (key: string) =>
   `routes:\n  - key: ${key}\n    executor: { kind: builtin, name: echo }\n`;
 const YAML = yamlWith("a.echo");
 
-// The backstop poll is a minute in every test here: a reload within the test's few seconds came
-// from the start-up comparison or from a directory watch.
+// The backstop is a minute in every test here but the last: a reload within the test's few seconds
+// came from the start-up comparison or from the file's watch.
 const BACKSTOP_MS = 60_000;
 
 let dir = "";
@@ -76,7 +76,7 @@ describe("config watch: a change made while the services start", () => {
   });
 });
 
-describe("config watch: changes while running, seen by the directory watch", () => {
+describe("config watch: changes while running, seen by the file's watch", () => {
   test("an edit in place is reloaded", async () => {
     const path = plainFile();
     const { applied, deps } = watched(path);
@@ -86,14 +86,17 @@ describe("config watch: changes while running, seen by the directory watch", () 
     expect(applied).toEqual(["b.echo"]);
   });
 
-  test("an editor's save (a new file renamed over the old one) is reloaded", async () => {
+  test("an editor's save (a new file renamed over the old one) is reloaded, and so is the next edit", async () => {
     const path = plainFile();
     const { applied, deps } = watched(path);
     watch = watchConfig(deps, stampFiles([path]));
     writeFileSync(join(dir, ".switchyard.yaml.swp"), yamlWith("c.echo"));
     renameSync(join(dir, ".switchyard.yaml.swp"), path);
     await waitFor("the reload", () => applied.length === 1);
-    expect(applied).toEqual(["c.echo"]);
+    // The watched file was replaced: the watch follows the path to the new one.
+    writeFileSync(path, yamlWith("c2.echo"));
+    await waitFor("the second reload", () => applied.length === 2);
+    expect(applied).toEqual(["c.echo", "c2.echo"]);
   });
 
   test("a Kubernetes ConfigMap update (the ..data symlink swapped) is reloaded", async () => {
@@ -128,27 +131,30 @@ describe("config watch: changes while running, seen by the directory watch", () 
     expect(applied).toEqual(["a.echo"]);
   });
 
-  test("another file of the directory changing reloads nothing", async () => {
+  test("other files of the directory changing reload nothing", async () => {
     const path = plainFile();
     const { applied, deps } = watched(path);
     watch = watchConfig(deps, stampFiles([path]));
-    writeFileSync(join(dir, "notes.txt"), "not the config");
+    // The search index's files can sit beside the config: their writes are none of its business.
+    for (let i = 0; i < 200; i++) writeFileSync(join(dir, "index.sqlite-wal"), `write ${i}`);
     await Bun.sleep(600);
     expect(applied).toEqual([]);
-    // The watch still works after the unrelated event.
     writeFileSync(path, yamlWith("e.echo"));
     await waitFor("the reload", () => applied.length === 1);
     expect(applied).toEqual(["e.echo"]);
   });
 
-  test("a directory that cannot be watched falls back to the poll, without failing", async () => {
+  test("a file missing when the watch starts is compared by the backstop, and watched once it exists", async () => {
     const path = plainFile();
-    const missing = join(dir, "not-yet", "token");
+    const missing = join(dir, "secrets", "token");
     const { applied, deps } = watched(path);
-    watch = watchConfig({ ...deps, backstopMs: 100 }, stampFiles([path, missing]));
-    mkdirSync(join(dir, "not-yet"));
+    watch = watchConfig({ ...deps, backstopMs: 200 }, stampFiles([path, missing]));
+    mkdirSync(join(dir, "secrets"));
     writeFileSync(missing, "now it exists");
-    await waitFor("the reload from the poll", () => applied.length === 1);
-    expect(applied).toEqual(["a.echo"]);
+    await waitFor("the reload from the backstop", () => applied.length === 1);
+    // Watched now: an edit reloads (the backstop sees it too, so this shows no regression only).
+    writeFileSync(missing, "changed");
+    await waitFor("the second reload", () => applied.length === 2);
+    expect(applied).toEqual(["a.echo", "a.echo"]);
   });
 });
