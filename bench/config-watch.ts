@@ -41,7 +41,7 @@ import { createLogger } from "../shared/log/index.ts";
 const WAYS = ["hub", "stat poll", "directory watch", "none"] as const;
 type Way = (typeof WAYS)[number];
 
-/** A child: watches `path` the given way and idles until killed. */
+/** A child: watches `path` the given way and idles until the parent ends. */
 function child(way: Way, path: string): void {
   if (way === "hub") {
     watchConfig(

@@ -74,59 +74,18 @@ export function watchConfig(
   deps: ConfigWatchDeps,
   stamps: ReadonlyMap<string, FileStamp | null>,
 ): ConfigWatch {
-  /** Each followed file as last compared (null: missing). */
-  const seen = new Map<string, FileStamp | null>();
-  /** The watch of each followed file that has one now. */
-  const watchers = new Map<string, FSWatcher>();
   let chain: Promise<void> = Promise.resolve();
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  /** Compares a file with what was last seen; a change reloads once the writes settle. */
-  const compare = (path: string) => {
-    const now = stampOf(path);
-    if (sameStamp(now, seen.get(path) ?? null)) return;
-    seen.set(path, now);
-    // Editors and kubelet write in several steps; settle before reading.
-    clearTimeout(timer);
-    timer = setTimeout(() => void reload(`${path} changed`), 300);
-  };
-
-  /** Watches what the path reaches now; a file that cannot be watched waits for the backstop. */
-  const arm = (path: string) => {
-    watchers.get(path)?.close();
-    watchers.delete(path);
-    try {
-      const watcher = watch(path, { persistent: false }, (event) => {
-        compare(path);
-        // The watched file was replaced or removed: watch what the path reaches now.
-        if (event === "rename") arm(path);
-      });
-      watcher.on("error", () => {
-        if (watchers.get(path) === watcher) watchers.delete(path);
-      });
-      watchers.set(path, watcher);
-    } catch {
-      // Missing (between an unlink and a rename, say) or not watchable: the backstop tries again.
-    }
-    // What changed between the old watch's end and this one.
-    compare(path);
-  };
-
-  const backstop = setInterval(() => {
-    for (const path of seen.keys()) {
-      compare(path);
-      if (!watchers.has(path)) arm(path);
-    }
-  }, deps.backstopMs ?? CONFIG_BACKSTOP_MS);
-  backstop.unref();
-
-  const follow = (paths: readonly string[]) => {
-    for (const path of [deps.path, ...paths]) {
-      if (seen.has(path)) continue;
-      seen.set(path, stampOf(path));
-      arm(path);
-    }
-  };
+  const files = watchFiles({
+    backstopMs: deps.backstopMs ?? CONFIG_BACKSTOP_MS,
+    changed: (path) => {
+      // Editors and kubelet write in several steps; settle before reading.
+      clearTimeout(timer);
+      timer = setTimeout(() => void reload(`${path} changed`), 300);
+    },
+  });
+  const follow = (paths: readonly string[]) => files.follow([deps.path, ...paths]);
 
   const reloadOnce = async (reason: string) => {
     deps.logger.info({ reason }, "reloading configuration");
@@ -160,6 +119,72 @@ export function watchConfig(
     reload,
     stop() {
       clearTimeout(timer);
+      files.stop();
+    },
+  };
+}
+
+/**
+ * Watches files (inotify, through their symlinks) and calls `changed` with a file's path when its
+ * stamp differs from the last one seen. A watch whose file was replaced or removed (a `rename`
+ * event) is set again on what the path reaches now; every `backstopMs` each file is compared and
+ * a watch that could not be set is tried again.
+ */
+function watchFiles(options: {
+  readonly backstopMs: number;
+  readonly changed: (path: string) => void;
+}) {
+  /** Each followed file as last compared (null: missing). */
+  const seen = new Map<string, FileStamp | null>();
+  /** The watch of each followed file that has one now. */
+  const watchers = new Map<string, FSWatcher>();
+
+  const compare = (path: string) => {
+    const now = stampOf(path);
+    if (sameStamp(now, seen.get(path) ?? null)) return;
+    seen.set(path, now);
+    options.changed(path);
+  };
+
+  /** Watches what the path reaches now; a file that cannot be watched waits for the backstop. */
+  const arm = (path: string) => {
+    watchers.get(path)?.close();
+    watchers.delete(path);
+    try {
+      const watcher = watch(path, { persistent: false }, (event) => {
+        compare(path);
+        // The watched file was replaced or removed: watch what the path reaches now.
+        if (event === "rename") arm(path);
+      });
+      watcher.on("error", () => {
+        if (watchers.get(path) === watcher) watchers.delete(path);
+      });
+      watchers.set(path, watcher);
+    } catch {
+      // Missing (between an unlink and a rename, say) or not watchable: the backstop tries again.
+    }
+    // What changed between the old watch's end and this one.
+    compare(path);
+  };
+
+  const backstop = setInterval(() => {
+    for (const path of seen.keys()) {
+      compare(path);
+      if (!watchers.has(path)) arm(path);
+    }
+  }, options.backstopMs);
+  backstop.unref();
+
+  return {
+    /** Starts following the paths not followed yet, from their stamps now. */
+    follow(paths: readonly string[]) {
+      for (const path of paths) {
+        if (seen.has(path)) continue;
+        seen.set(path, stampOf(path));
+        arm(path);
+      }
+    },
+    stop() {
       clearInterval(backstop);
       for (const watcher of watchers.values()) watcher.close();
       watchers.clear();
