@@ -4,7 +4,7 @@
  *
  * Starts CONFIG_WATCH_PROCS idle Bun processes for each way of watching a config file in a temporary
  * directory, all at once so the machine's noise weighs on each alike, and reads their CPU time
- * (/proc, user + system, 10-ms ticks) over CONFIG_WATCH_SEC seconds, while this process writes
+ * (/proc, user + system, in 10-ms ticks) over CONFIG_WATCH_SEC seconds, while this process writes
  * another file of that directory CONFIG_WATCH_NEIGHBOR_WRITES times a second (the search index's
  * SQLite files sit beside the config in some layouts, the bench's own among them):
  *
@@ -15,7 +15,7 @@
  *   (what a directory watch costs where other files of the directory are written);
  * - `none`: no watch, the process's own floor.
  *
- * Prints one line per way: busy cores per process and the ticks counted.
+ * Prints one line per way: busy cores per process and the CPU seconds counted.
  *
  * The processes end with this one (their stdin closes), also when it is killed.
  *
@@ -37,6 +37,7 @@ import { dirname, join } from "node:path";
 import { stampFiles, watchConfig } from "../services/cli/config-watch.ts";
 import { parseConfig } from "../shared/config/index.ts";
 import { createLogger } from "../shared/log/index.ts";
+import { cpuSec, round, wholeNumberSetting } from "./lib/common.ts";
 
 const WAYS = ["hub", "stat poll", "directory watch", "none"] as const;
 type Way = (typeof WAYS)[number];
@@ -63,26 +64,10 @@ function child(way: Way, path: string): void {
   process.stdin.resume();
 }
 
-/** A whole number of at least `least` from the environment, or an exit naming the key. */
-function setting(key: string, fallback: number, least = 1): number {
-  const raw = process.env[key];
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (Number.isInteger(n) && n >= least) return n;
-  process.stderr.write(`${key} takes a whole number ≥ ${least}; got '${raw}'\n`);
-  process.exit(2);
-}
-
-/** utime + stime of a process, in clock ticks. */
-function ticks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 async function main(): Promise<void> {
-  const procs = setting("CONFIG_WATCH_PROCS", 4);
-  const seconds = setting("CONFIG_WATCH_SEC", 90);
-  const neighborWrites = setting("CONFIG_WATCH_NEIGHBOR_WRITES", 200, 0);
+  const procs = wholeNumberSetting("CONFIG_WATCH_PROCS", 4, 1);
+  const seconds = wholeNumberSetting("CONFIG_WATCH_SEC", 90, 1);
+  const neighborWrites = wholeNumberSetting("CONFIG_WATCH_NEIGHBOR_WRITES", 200, 0);
   const dir = mkdtempSync(join(tmpdir(), "switchyard-config-watch-bench-"));
   const path = join(dir, "switchyard.yaml");
   writeFileSync(path, "routes:\n  - key: a.echo\n    executor: { kind: builtin, name: echo }\n");
@@ -103,18 +88,17 @@ async function main(): Promise<void> {
   try {
     // Start-up (loading the modules) is not idling: count from a few seconds after it.
     await Bun.sleep(5_000);
-    const before = children.map((c) => ticks(c.proc.pid));
+    const before = children.map((c) => cpuSec(c.proc.pid));
     await Bun.sleep(seconds * 1_000);
-    const after = children.map((c) => ticks(c.proc.pid));
+    const after = children.map((c) => cpuSec(c.proc.pid));
     for (const way of WAYS) {
-      let counted = 0;
+      let cpu = 0;
       children.forEach((c, i) => {
-        if (c.way === way) counted += (after[i] ?? 0) - (before[i] ?? 0);
+        if (c.way === way) cpu += (after[i] ?? 0) - (before[i] ?? 0);
       });
-      // A tick is 10 ms of CPU.
-      const cores = (counted * 0.01) / seconds / procs;
+      const cores = cpu / seconds / procs;
       console.log(
-        `${way}: ${cores.toFixed(5)} cores per process (${counted} ticks, ${procs} processes, ${seconds} s, ${neighborWrites} writes/s beside the file)`,
+        `${way}: ${cores.toFixed(5)} cores per process (${round(cpu)} CPU-s, ${procs} processes, ${seconds} s, ${neighborWrites} writes/s beside the file)`,
       );
     }
   } finally {

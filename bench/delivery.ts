@@ -21,22 +21,11 @@ import { join } from "node:path";
 import { AckPolicy, type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { headersOf, startNatsServer } from "../shared/nats/index.ts";
-import { cpuSec, round } from "./lib/common.ts";
+import { cpuSec, round, wholeNumberSetting } from "./lib/common.ts";
 import { median } from "./lib/compare.ts";
 
-const COUNT = Number(process.env.DELIVERY_COUNT ?? 60_000);
-const ROUNDS = Number(process.env.DELIVERY_ROUNDS ?? 3);
-for (const [key, value] of [
-  ["DELIVERY_COUNT", COUNT],
-  ["DELIVERY_ROUNDS", ROUNDS],
-] as const) {
-  if (!Number.isInteger(value) || value < 1) {
-    process.stderr.write(
-      `${key} must be a whole number of at least 1; got '${process.env[key]}'\n`,
-    );
-    process.exit(2);
-  }
-}
+const COUNT = wholeNumberSetting("DELIVERY_COUNT", 60_000, 1);
+const ROUNDS = wholeNumberSetting("DELIVERY_ROUNDS", 3, 1);
 const STREAM = "DELIVERY";
 
 const SETTLEMENTS = {

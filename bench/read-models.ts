@@ -48,27 +48,19 @@ import { createLogger } from "../shared/log/index.ts";
 import { startNatsServer } from "../shared/nats/index.ts";
 import { type IndexStore, openSqliteIndex } from "../shared/search/index.ts";
 import { ALLOCATOR_ENV } from "./lib/allocator-env.ts";
-import { cpuSec, round } from "./lib/common.ts";
+import { cpuSec, round, wholeNumberSetting } from "./lib/common.ts";
 import { median } from "./lib/compare.ts";
 import { commonPathEvents } from "./lib/job-events.ts";
 
 const env = process.env;
 
-/** A whole number of at least `min` from the environment, or an exit naming the key. */
-function setting(key: string, fallback: number, min: number): number {
-  const value = Number(env[key] ?? fallback);
-  if (Number.isInteger(value) && value >= min) return value;
-  process.stderr.write(`${key} must be a whole number of at least ${min}; got '${env[key]}'\n`);
-  process.exit(2);
-}
-
-const JOBS = setting("READ_MODELS_JOBS", 10_000, 100);
-const RATE = setting("READ_MODELS_RATE", 1_000, 100);
-const ROUNDS = setting("READ_MODELS_ROUNDS", 5, 1);
-const INDEX = setting("READ_MODELS_INDEX", 1, 0) === 1;
-const BACKLOG = setting("READ_MODELS_BACKLOG", 0, 0);
-const BACKLOG_RATE = setting("READ_MODELS_BACKLOG_RATE", 5_000, 100);
-const REBUILD = setting("READ_MODELS_REBUILD", 0, 0);
+const JOBS = wholeNumberSetting("READ_MODELS_JOBS", 10_000, 100);
+const RATE = wholeNumberSetting("READ_MODELS_RATE", 1_000, 100);
+const ROUNDS = wholeNumberSetting("READ_MODELS_ROUNDS", 5, 1);
+const INDEX = wholeNumberSetting("READ_MODELS_INDEX", 1, 0) === 1;
+const BACKLOG = wholeNumberSetting("READ_MODELS_BACKLOG", 0, 0);
+const BACKLOG_RATE = wholeNumberSetting("READ_MODELS_BACKLOG_RATE", 5_000, 100);
+const REBUILD = wholeNumberSetting("READ_MODELS_REBUILD", 0, 0);
 if (REBUILD > 2 || (REBUILD > 0 && BACKLOG === 0)) {
   process.stderr.write(
     `READ_MODELS_REBUILD must be 0, 1 or 2, and 1 or 2 only with READ_MODELS_BACKLOG; got '${env.READ_MODELS_REBUILD}' with READ_MODELS_BACKLOG '${env.READ_MODELS_BACKLOG ?? ""}'\n`,

@@ -1,6 +1,7 @@
 /**
  * Helpers shared by the benchmark processes: child processes that are always cleaned up, RSS
- * sampling from /proc, free loopback ports, percentiles and small HTTP waits.
+ * sampling from /proc, free loopback ports, percentiles, small HTTP waits and settings read from
+ * the environment.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -32,6 +33,19 @@ export function rssMb(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * A whole number of at least `least` from the environment (`fallback` when unset), or an exit
+ * with status 2 and a message naming the key.
+ */
+export function wholeNumberSetting(key: string, fallback: number, least: number): number {
+  const value = Number(process.env[key] ?? fallback);
+  if (Number.isInteger(value) && value >= least) return value;
+  process.stderr.write(
+    `${key} must be a whole number of at least ${least}; got '${process.env[key]}'\n`,
+  );
+  process.exit(2);
 }
 
 /** CPU time (user + system) a process has used so far, in seconds; NaN when it is gone. */

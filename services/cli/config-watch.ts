@@ -62,9 +62,9 @@ export interface ConfigWatch {
  * renamed over, then the old files removed) end the watched file: the watch is set again on what
  * the path reaches now. Every `backstopMs` the files are compared too, and a watch that could not
  * be set (a missing file) is tried again: the backstop for a file system whose changes inotify
- * does not see. Polling stat every 2 s instead costs each process about 0.0005 cores on a slow VM,
- * a sixth of an idle hub's CPU (`bun bench/config-watch.ts`). An invalid file changes nothing: the
- * running configuration stays, and every problem is logged with its key.
+ * does not see. Polling stat every 2 s instead costs each process about 0.0004 cores on a slow VM,
+ * an eighth of an idle hub's CPU (`bun bench/config-watch.ts`). An invalid file changes nothing:
+ * the running configuration stays, and every problem is logged with its key.
  *
  * The watch starts once the services run, which can be many seconds after the files were read
  * (waiting for NATS, say). `stamps` are the files as they were read: one that differs now is

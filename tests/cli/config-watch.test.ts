@@ -46,6 +46,13 @@ function watched(path: string) {
   return { applied, deps };
 }
 
+/** Starts watching `path` and `also` as they are now; returns the keys its reloads apply. */
+function watching(path: string, also: readonly string[] = [], backstopMs = BACKSTOP_MS) {
+  const { applied, deps } = watched(path);
+  watch = watchConfig({ ...deps, backstopMs }, stampFiles([path, ...also]));
+  return applied;
+}
+
 function plainFile() {
   dir = mkdtempSync(join(tmpdir(), "switchyard-config-watch-"));
   const path = join(dir, "switchyard.yaml");
@@ -68,8 +75,7 @@ describe("config watch: a change made while the services start", () => {
 
   test("is not reloaded when nothing changed since it was read", async () => {
     const path = plainFile();
-    const { applied, deps } = watched(path);
-    watch = watchConfig(deps, stampFiles([path]));
+    const applied = watching(path);
     // Settled reloads run 300 ms after a change; twice that with nothing applied means none came.
     await Bun.sleep(600);
     expect(applied).toEqual([]);
@@ -79,8 +85,7 @@ describe("config watch: a change made while the services start", () => {
 describe("config watch: changes while running, seen by the file's watch", () => {
   test("an edit in place is reloaded", async () => {
     const path = plainFile();
-    const { applied, deps } = watched(path);
-    watch = watchConfig(deps, stampFiles([path]));
+    const applied = watching(path);
     writeFileSync(path, yamlWith("b.echo"));
     await waitFor("the reload", () => applied.length === 1);
     expect(applied).toEqual(["b.echo"]);
@@ -88,8 +93,7 @@ describe("config watch: changes while running, seen by the file's watch", () => 
 
   test("an editor's save (a new file renamed over the old one) is reloaded, and so is the next edit", async () => {
     const path = plainFile();
-    const { applied, deps } = watched(path);
-    watch = watchConfig(deps, stampFiles([path]));
+    const applied = watching(path);
     writeFileSync(join(dir, ".switchyard.yaml.swp"), yamlWith("c.echo"));
     renameSync(join(dir, ".switchyard.yaml.swp"), path);
     await waitFor("the reload", () => applied.length === 1);
@@ -107,8 +111,7 @@ describe("config watch: changes while running, seen by the file's watch", () => 
     symlinkSync("..2026_11_29_01", join(dir, "..data"));
     symlinkSync("..data/switchyard.yaml", join(dir, "switchyard.yaml"));
     const path = join(dir, "switchyard.yaml");
-    const { applied, deps } = watched(path);
-    watch = watchConfig(deps, stampFiles([path]));
+    const applied = watching(path);
     // An update as kubelet writes it: a new directory, a new link, renamed over ..data.
     mkdirSync(join(dir, "..2026_11_29_02"));
     writeFileSync(join(dir, "..2026_11_29_02", "switchyard.yaml"), yamlWith("d.echo"));
@@ -124,8 +127,7 @@ describe("config watch: changes while running, seen by the file's watch", () => 
     mkdirSync(join(dir, "secrets"));
     const secret = join(dir, "secrets", "token");
     writeFileSync(secret, "one");
-    const { applied, deps } = watched(path);
-    watch = watchConfig(deps, stampFiles([path, secret]));
+    const applied = watching(path, [secret]);
     writeFileSync(secret, "two");
     await waitFor("the reload", () => applied.length === 1);
     expect(applied).toEqual(["a.echo"]);
@@ -133,8 +135,7 @@ describe("config watch: changes while running, seen by the file's watch", () => 
 
   test("other files of the directory changing reload nothing", async () => {
     const path = plainFile();
-    const { applied, deps } = watched(path);
-    watch = watchConfig(deps, stampFiles([path]));
+    const applied = watching(path);
     // The search index's files can sit beside the config: their writes are none of its business.
     for (let i = 0; i < 200; i++) writeFileSync(join(dir, "index.sqlite-wal"), `write ${i}`);
     await Bun.sleep(600);
@@ -147,8 +148,7 @@ describe("config watch: changes while running, seen by the file's watch", () => 
   test("a file missing when the watch starts is compared by the backstop, and watched once it exists", async () => {
     const path = plainFile();
     const missing = join(dir, "secrets", "token");
-    const { applied, deps } = watched(path);
-    watch = watchConfig({ ...deps, backstopMs: 200 }, stampFiles([path, missing]));
+    const applied = watching(path, [missing], 200);
     mkdirSync(join(dir, "secrets"));
     writeFileSync(missing, "now it exists");
     await waitFor("the reload from the backstop", () => applied.length === 1);
