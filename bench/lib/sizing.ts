@@ -12,7 +12,7 @@
  * Exceptions the formula must not hide:
  * - the read models (the projector and the indexer in one process, `switchyard serve projector
  *   indexer`, deploy/k8s/base/deployment-read-models.yaml) fold a partition on one active
- *   replica: both leases follow each other onto one process, whose two folds share its one event
+ *   replica: both claims follow each other onto one process, whose two folds share its one event
  *   loop, so their cores together cannot exceed one core: past `foldLimit` jobs/s one partition
  *   stops holding (more partitions: `nats.partitions`, the partitioned model);
  * - every event goes through the SWITCHYARD_EVENTS stream's leader: that node's cores are the

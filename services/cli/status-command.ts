@@ -83,10 +83,7 @@ async function partitionLines(hub: HubConnection): Promise<string[]> {
     const lag = projector
       ? `${projector.num_pending + projector.num_ack_pending} events`
       : "no projector consumer yet";
-    const held =
-      hub.layout.partitions > 1
-        ? `; held by projector=${await holders(p, "projector")} indexer=${await holders(p, "indexer")}`
-        : "";
+    const held = `; held by projector=${await holders(p, "projector")} indexer=${await holders(p, "indexer")}`;
     lines.push(`  partition ${p}: stream ${stream} leader=${leader} projector lag: ${lag}${held}`);
   }
   const placement =

@@ -1,13 +1,9 @@
 import { hostname } from "node:os";
-import type { KV } from "@nats-io/kv";
 import type { Config } from "../../shared/config/index.ts";
 import type { HubConnection } from "../../shared/hub/index.ts";
 import {
-  createLease,
   createPartitionClaims,
-  type HandOverLease,
   type Lease,
-  leaseHolderColocated,
   openClaimsBucket,
   openLeaseBucket,
 } from "../../shared/lease/index.ts";
@@ -26,9 +22,10 @@ export interface ReadModelLeases {
 }
 
 /**
- * At P > 1 one {@link createPartitionClaims} per process: the read models it runs share its member
- * record, and replicas share the partitions fairly (docs/architecture.md, "Partition claims"). At
- * P = 1 each read model keeps its single lease (key `projector` / `indexer`), as before partitions.
+ * One {@link createPartitionClaims} per process, at every P: the read models it runs share its
+ * member record (one renewal a second for both), and replicas share the partitions fairly
+ * (docs/architecture.md, "Partition claims"). A partition whose rebuild lease is held
+ * (`switchyard projector rebuild`, `switchyard index rebuild`) is left to the rebuild.
  */
 export async function openReadModelLeases(deps: {
   readonly hub: HubConnection;
@@ -37,34 +34,10 @@ export async function openReadModelLeases(deps: {
   readonly logger: Logger;
 }): Promise<ReadModelLeases> {
   const { hub, config } = deps;
-  const holder = `${hostname()}/${process.pid}`;
   const replicas = config.nats.replicas;
-  const leases = await openLeaseBucket(hub.nc, { replicas });
   const P = hub.layout.partitions;
-  if (P === 1) {
-    const single = new Map<ReadModelGroup, HandOverLease>();
-    const colocated = deps.groups.includes("projector") && deps.groups.includes("indexer");
-    const affinity = colocated
-      ? startLeaseAffinity({ kv: leases, single, key: hub.layout.leaseKey, logger: deps.logger })
-      : undefined;
-    return {
-      lease(group) {
-        const lease = createLease({
-          kv: leases,
-          key: hub.layout.leaseKey(group, 0),
-          holder,
-          logger: deps.logger.child({ component: group }),
-          colocated,
-        });
-        single.set(group, lease);
-        return lease;
-      },
-      held: (group) => (single.get(group)?.holding() ? [0] : []),
-      stop: async () => affinity?.stop(),
-    };
-  }
   const claims = createPartitionClaims({
-    leases,
+    leases: await openLeaseBucket(hub.nc, { replicas }),
     jsm: hub.jsm,
     claims: await openClaimsBucket(hub.nc, { replicas }),
     groups: Object.fromEntries(deps.groups.map((group) => [group, P])),
@@ -72,47 +45,9 @@ export async function openReadModelLeases(deps: {
     ...(deps.groups.includes("projector") && deps.groups.includes("indexer")
       ? { follows: { indexer: "projector" } }
       : {}),
-    holder,
+    rebuildKey: (group, partition) => hub.layout.leaseKey(group, partition),
+    holder: `${hostname()}/${process.pid}`,
     logger: deps.logger.child({ component: "claims" }),
   });
   return { lease: claims.lease, held: claims.held, stop: claims.stop };
-}
-
-/** How often a process running both read models looks whether their leases are split. */
-const AFFINITY_EVERY_MS = 5_000;
-/** The indexer's lease, handed over, is left to the other process this long. */
-const HAND_OVER_SIT_OUT_MS = 30_000;
-
-/**
- * One delivery for both read models needs both leases in one process. With two replicas that run
- * both, a start or a takeover can split them (each lease is taken on its own). The index follows
- * the view: a process holding the indexer's lease but not the projector's, whose holder runs both
- * (its lease record says so), hands the indexer's lease over; that holder, a standby for it,
- * takes it within a candidate poll and feeds its index from the projector's deliveries. A
- * projector holder that runs no indexer is left alone (nothing would take the lease).
- */
-function startLeaseAffinity(deps: {
-  readonly kv: KV;
-  readonly single: ReadonlyMap<ReadModelGroup, HandOverLease>;
-  readonly key: (group: ReadModelGroup, partition: number) => string;
-  readonly logger: Logger;
-}) {
-  const look = async () => {
-    const indexer = deps.single.get("indexer");
-    const projector = deps.single.get("projector");
-    if (!indexer?.holding() || projector === undefined || projector.holding()) return;
-    if ((await leaseHolderColocated(deps.kv, deps.key("projector", 0))) !== true) return;
-    deps.logger.info(
-      { component: "indexer", sit_out_ms: HAND_OVER_SIT_OUT_MS },
-      "the projector's lease is held by a process that runs the indexer too; handing the indexer's lease to it",
-    );
-    await indexer.handOver(HAND_OVER_SIT_OUT_MS);
-  };
-  const timer = setInterval(() => {
-    look().catch((err: unknown) =>
-      deps.logger.debug({ err: (err as Error).message }, "lease affinity check failed"),
-    );
-  }, AFFINITY_EVERY_MS);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
 }

@@ -181,6 +181,18 @@ export function createClaimsWatch(deps: {
     ownedBy(member: string): [string, SeenClaim][] {
       return [...claims].filter(([, seen]) => seen.owner === member);
     },
+    /**
+     * When the first member other than `me` will count as gone unless it renews again (ms on the
+     * process's clock), or undefined with none: a decision then takes a dead member's partitions
+     * without waiting for the next renewal's.
+     */
+    firstGoneAt(me: string): number | undefined {
+      let first: number | undefined;
+      for (const [member, m] of members) {
+        if (member !== me && (first === undefined || m.seenAt < first)) first = m.seenAt;
+      }
+      return first === undefined ? undefined : first + deps.goneAfterMs;
+    },
     /** Members of `group` seen renewing within `goneAfterMs`, sorted; the others are dropped. */
     liveMembers(group: string): string[] {
       const cutoff = Date.now() - deps.goneAfterMs;
@@ -236,5 +248,32 @@ export function memberGoneReader(jsm: JetStreamManager): (owner: string) => Prom
       gone.set(owner, answer);
     }
     return answer;
+  };
+}
+
+/**
+ * Whether a rebuild holds a partition's lease key (`switchyard projector rebuild` holds
+ * `projector`, or `projector.p<p>` at P > 1), read from the lease stream's leader: while it does,
+ * the read model's replicas leave the partition to it. A read that gets no answer counts as held;
+ * the next decision asks again.
+ */
+export function rebuildLeaseReader(deps: {
+  readonly jsm: JetStreamManager;
+  readonly key: ((group: string, partition: number) => string) | undefined;
+  readonly logger: Logger;
+}): (group: string, partition: number) => Promise<boolean> {
+  return async (group, partition) => {
+    if (deps.key === undefined) return false;
+    const key = deps.key(group, partition);
+    try {
+      const m = await deps.jsm.streams.getMessage(`KV_${LEASE_BUCKET}`, {
+        last_by_subj: `$KV.${LEASE_BUCKET}.${key}`,
+      });
+      // A PUT carries no operation header; a delete or purge marker (DEL, PURGE) does.
+      return m !== null && (m.header?.get("KV-Operation") ?? "") === "";
+    } catch (err) {
+      deps.logger.info({ lease: key, err: (err as Error).message }, "rebuild lease not read");
+      return true;
+    }
   };
 }

@@ -11,6 +11,7 @@ import {
   type MemberRecord,
   memberGoneReader,
   memberKey,
+  rebuildLeaseReader,
 } from "./claims-view.ts";
 // Read at call time only: index.ts re-exports this module.
 import {
@@ -83,6 +84,11 @@ export function createPartitionClaims(deps: {
    * it prefers, and hands over, partitions so that one member holds each in both.
    */
   readonly follows?: Readonly<Record<string, string>>;
+  /**
+   * The lease-bucket key a rebuild of a group's partition holds (`switchyard projector rebuild`):
+   * while it is held no member claims the partition.
+   */
+  readonly rebuildKey?: (group: string, partition: number) => string;
   /** Who this is (host and pid), for operators reading the buckets. */
   readonly holder: string;
   readonly logger: Logger;
@@ -103,6 +109,7 @@ export function createPartitionClaims(deps: {
   let started = false;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let goneTimer: ReturnType<typeof setTimeout> | undefined;
   let busy: Promise<void> = Promise.resolve();
   let membership = "";
   let stableTicks = 0;
@@ -215,6 +222,12 @@ export function createPartitionClaims(deps: {
   };
 
   /**
+   * Asked before a claim and again after it: a rebuild takes its lease first and then reads the
+   * claim (shared/projection/rebuild-lease.ts), so one of the two sees the other.
+   */
+  const rebuildHolds = rebuildLeaseReader({ jsm: deps.jsm, key: deps.rebuildKey, logger });
+
+  /**
    * Claims a partition (create, or compare-and-set over a free claim) and starts its work.
    * `ownerGone` asks the server whether a member record is gone (expired or deleted): a claim
    * is taken over only on its word, not on this process's clock.
@@ -228,6 +241,7 @@ export function createPartitionClaims(deps: {
     const seen = watch.claim(key);
     const owner = seen?.owner;
     if (owner !== undefined && owner !== member && !(await ownerGone(owner))) return;
+    if (await rebuildHolds(group, partition)) return;
     const epoch = (seen?.epoch ?? 0) + 1;
     const value: ClaimRecord = { owner: member, holder: deps.holder, epoch };
     let revision: number;
@@ -244,6 +258,10 @@ export function createPartitionClaims(deps: {
     }
     held.set(key, { group, partition, revision, epoch });
     watch.noteClaim(key, { revision, epoch, owner: member });
+    if (await rebuildHolds(group, partition)) {
+      logger.info(log(key), "a rebuild holds the partition; claim released");
+      return release(key);
+    }
     logger.info({ ...log(key), epoch, over: owner }, "partition claimed");
     // Not awaited: a slow start of one partition's work must not hold back the member renewal
     // (every partition's holding() rests on it). The work orders its own lead and stand-down.
@@ -335,6 +353,18 @@ export function createPartitionClaims(deps: {
     for (const group of groups) await decideGroup(group, ownerGone);
   }
 
+  /**
+   * A decision at the moment the first other member would count as gone: a member that died is
+   * taken over then, not at the next renewal up to a second later. Set again at every renewal, so
+   * it fires only when someone stops renewing.
+   */
+  const decideWhenMemberGone = () => {
+    clearTimeout(goneTimer);
+    const at = watch.firstGoneAt(member);
+    if (at === undefined || stopped) return;
+    goneTimer = setTimeout(() => void serialised(decideAll), Math.max(0, at - Date.now()) + 1);
+  };
+
   const tick = async () => {
     if (stopped) return;
     await renew();
@@ -342,17 +372,25 @@ export function createPartitionClaims(deps: {
     stableTicks = now === membership ? stableTicks + 1 : 0;
     membership = now;
     await decideAll();
+    decideWhenMemberGone();
   };
 
+  /**
+   * Renewals end on a whole second of the process's clock, so every member renews at about the
+   * same moment: each process's reply, its own renewal echoed by the watch and the other members'
+   * renewals arrive together and wake an idle process once a second, not once for each.
+   */
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(() => void serialised(tick).then(schedule), RENEW_EVERY_MS);
+    const wait = RENEW_EVERY_MS - (Date.now() % RENEW_EVERY_MS);
+    timer = setTimeout(() => void serialised(tick).then(schedule), wait);
   };
 
   const stopAll = async () => {
     if (stopped) return;
     stopped = true;
     clearTimeout(timer);
+    clearTimeout(goneTimer);
     await busy;
     for (const key of [...held.keys()]) await release(key);
     await watch.close();

@@ -44,30 +44,12 @@ export interface Lease {
 
 /**
  * The wait for a lease's next step, ending on a multiple of its period on the process's clock:
- * the leases of one process (the projector's and the indexer's at P = 1) renew in the same
- * event-loop turn, so their two KV updates go out in one write and wake the idle process once
- * rather than twice a second.
+ * the leases of one process (a rebuild of every partition holds one per partition) renew in the
+ * same event-loop turn, so their KV updates go out in one write.
  */
 function untilNextStep(leading: boolean): number {
   const period = leading ? RENEW_EVERY_MS : CANDIDATE_EVERY_MS;
   return period - (Date.now() % period);
-}
-
-/** A single lease that its holder can give up for a while, so that a standby takes it. */
-export interface HandOverLease extends Lease {
-  /** Stands down, releases the lease and competes again only after `sitOutMs`. */
-  handOver(sitOutMs: number): Promise<void>;
-}
-
-/** Whether the lease's record says its holder runs both read models (undefined: nobody holds it). */
-export async function leaseHolderColocated(kv: KV, key: string): Promise<boolean | undefined> {
-  const entry = await kv.get(key);
-  if (entry === null || entry.operation !== "PUT") return undefined;
-  try {
-    return (entry.json() as { colocated?: unknown }).colocated === true;
-  } catch {
-    return false;
-  }
 }
 
 /** Opens (creating when missing) the lease bucket. */
@@ -84,12 +66,14 @@ export async function openLeaseBucket(
 }
 
 /**
- * Active/standby on a KV lease (docs/architecture.md, "Several replicas"). The holder renews the
- * key every second with compare-and-set on its revision; the bucket's max_age (3 s) removes a key
- * whose holder died, and a candidate's `create` then wins. Expiry is the server's clock, so no
- * two processes need agree on time. A holder that cannot renew for two thirds of the TTL stands
- * down before anyone else can take the lease. What the holder writes must still be fenced by its
- * own compare-and-set (the projector's KV writes are), since a paused holder may wake up late.
+ * One holder at a time on a KV key: a read model's rebuild holds its partition's key
+ * (shared/projection/rebuild-lease.ts; the read models' replicas hold partition claims, claims.ts,
+ * and keep off a partition whose key is held). The holder renews the key every second with
+ * compare-and-set on its revision; the bucket's max_age (3 s) removes a key whose holder died, and
+ * a candidate's `create` then wins. Expiry is the server's clock, so no two processes need agree
+ * on time. A holder that cannot renew for two thirds of the TTL stands down before anyone else can
+ * take the lease. What the holder writes must still be fenced by its own compare-and-set (the
+ * projector's KV writes are), since a paused holder may wake up late.
  */
 export function createLease(deps: {
   readonly kv: KV;
@@ -97,12 +81,7 @@ export function createLease(deps: {
   /** Who holds it (host and pid), for operators reading the bucket. */
   readonly holder: string;
   readonly logger: Logger;
-  /**
-   * The holder runs both read models: written into the record, so that the other read model's
-   * holder elsewhere hands its lease over to it (services/runtime/read-model-leases.ts).
-   */
-  readonly colocated?: boolean;
-}): HandOverLease {
+}): Lease {
   let revision = 0;
   let renewedAt = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -111,9 +90,7 @@ export function createLease(deps: {
   let leading = false;
   let busy: Promise<void> = Promise.resolve();
   let competeAfter = 0;
-  const colocated = deps.colocated ? { colocated: true } : {};
-  const value = () =>
-    JSON.stringify({ holder: deps.holder, renewed_at: new Date().toISOString(), ...colocated });
+  const value = () => JSON.stringify({ holder: deps.holder, renewed_at: new Date().toISOString() });
   const holding = () => leading && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
 
   const lose = async (why: string) => {
@@ -169,13 +146,12 @@ export function createLease(deps: {
     }
   };
 
-  const inTurn = (step: () => Promise<void>) => {
-    busy = busy.then(step).catch((err: unknown) => {
+  const serialised = () => {
+    busy = busy.then(tick).catch((err: unknown) => {
       deps.logger.error({ lease: deps.key, err: (err as Error).message }, "lease step failed");
     });
     return busy;
   };
-  const serialised = () => inTurn(tick);
 
   return {
     async start(h) {
@@ -188,15 +164,6 @@ export function createLease(deps: {
       next();
     },
     holding,
-    handOver: (sitOutMs) =>
-      inTurn(async () => {
-        if (!leading || stopped) return;
-        deps.logger.info({ lease: deps.key, sit_out_ms: sitOutMs }, "lease handed over");
-        leading = false;
-        competeAfter = Date.now() + sitOutMs;
-        await handlers?.standDown();
-        await release();
-      }),
     async stop() {
       stopped = true;
       clearTimeout(timer);
@@ -215,6 +182,8 @@ export {
   CLAIMS_BUCKET,
   type ClaimRecord,
   claimKey,
+  claimOfStored,
+  memberGoneReader,
   memberKey,
   openClaimsBucket,
 } from "./claims-view.ts";

@@ -1,23 +1,25 @@
 /**
- * A read model's lease, held by its rebuild (`switchyard projector rebuild`, `switchyard index
- * rebuild`) from start to end: the read model's replicas compete for the same key
- * (services/runtime/read-model-leases.ts), so while the rebuild holds it they stay on standby
- * instead of writing what the rebuild is replaying, and an active one keeps the rebuild out.
+ * A read model's lease on one partition, held by its rebuild (`switchyard projector rebuild`,
+ * `switchyard index rebuild`) from start to end. The read model's replicas hold partition claims
+ * (shared/lease/claims.ts) and claim no partition whose rebuild lease is held, so they stay on
+ * standby instead of writing what the rebuild is replaying; a live claim keeps the rebuild out.
  */
 
 import { hostname } from "node:os";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { isJsError } from "../bus/index.ts";
 import type { EventLayout } from "../jobs/index.ts";
 import {
   CLAIMS_BUCKET,
   type ClaimRecord,
   claimKey,
+  claimOfStored,
   createLease,
   type Lease,
   type LeaseHandlers,
-  memberKey,
+  memberGoneReader,
   openLeaseBucket,
 } from "../lease/index.ts";
 import type { Logger } from "../log/index.ts";
@@ -97,22 +99,29 @@ async function holderOf(kv: KV, key: string): Promise<string> {
 }
 
 /**
- * At P > 1 read-model replicas hold partition claims (sy_claims), not the lease key: the holder
- * of the group's claim on the partition while its member record lives, or undefined.
+ * The holder of the group's claim on the partition while its owner's member record lives, or
+ * undefined. Read from each stream's leader, after the rebuild took its lease: a replica reads
+ * that lease after it claims (shared/lease/claims.ts), so one of the two sees the other, and a
+ * replica that lags (a direct get any node answers) could miss a claim just taken.
  */
 async function claimHolderOf(deps: {
-  readonly nc: NatsConnection;
-  readonly leases: KV;
+  readonly jsm: JetStreamManager;
   readonly group: RebuildGroup;
   readonly partition: number;
 }): Promise<string | undefined> {
-  const claims = await new Kvm(deps.nc).open(CLAIMS_BUCKET).catch(() => undefined);
-  const entry = await claims?.get(claimKey(deps.group, deps.partition)).catch(() => null);
-  if (entry?.operation !== "PUT") return undefined;
-  const claim = entry.json<ClaimRecord>();
-  if (claim.owner === "") return undefined;
-  const member = await deps.leases.get(memberKey(claim.owner)).catch(() => null);
-  return member?.operation === "PUT" ? claim.holder : undefined;
+  const key = claimKey(deps.group, deps.partition);
+  const stored = await deps.jsm.streams
+    .getMessage(`KV_${CLAIMS_BUCKET}`, { last_by_subj: `$KV.${CLAIMS_BUCKET}.${key}` })
+    .catch((err: unknown) => {
+      // A hub whose read models never ran has no claims bucket: nobody holds anything.
+      if (isJsError(err, "streamNotFound")) return null;
+      throw err;
+    });
+  if (stored === null) return undefined;
+  const claim = claimOfStored(stored);
+  if (claim.owner === undefined) return undefined;
+  const gone = await memberGoneReader(deps.jsm)(claim.owner);
+  return gone ? undefined : stored.json<ClaimRecord>().holder;
 }
 
 /**
@@ -161,13 +170,19 @@ export async function takeRebuildLease(deps: {
       holder.endsWith(rebuildMark(group)),
     );
   }
-  const claimHolder =
-    deps.layout.partitions > 1
-      ? await claimHolderOf({ nc: deps.nc, leases: kv, group, partition })
-      : undefined;
+  const claimHolder = await claimHolderOf({ jsm: deps.jsm, group, partition }).catch(
+    async (err: unknown) => {
+      await lease.stop();
+      throw err;
+    },
+  );
   if (claimHolder !== undefined) {
     await lease.stop();
-    throw new ReadModelRunningError(group, `partition ${partition} is claimed by ${claimHolder}`);
+    const detail =
+      deps.layout.partitions === 1
+        ? `the ${group} claim is held by ${claimHolder}`
+        : `partition ${partition} is claimed by ${claimHolder}`;
+    throw new ReadModelRunningError(group, detail);
   }
   const held = () => lost === undefined && lease.holding();
   return {

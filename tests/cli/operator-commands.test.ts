@@ -247,7 +247,7 @@ describe("index rebuild and audit verify", () => {
       const rebuilt = await cli(["index", "rebuild"], env);
       expect(rebuilt.stderr).toBe("");
       expect(rebuilt.code).toBe(0);
-      expect(rebuilt.stdout).toContain("an indexer is running (the indexer lease is held by");
+      expect(rebuilt.stdout).toContain("an indexer is running (the indexer claim is held by");
       expect(rebuilt.stdout).toContain(
         "the running indexer rebuilt the search index (sqlite): 3 jobs",
       );

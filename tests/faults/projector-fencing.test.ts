@@ -3,7 +3,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
-import { LEASE_BUCKET } from "../../shared/lease/index.ts";
+import { CLAIMS_BUCKET, claimKey } from "../../shared/lease/index.ts";
 import { startNats } from "../helpers/nats.ts";
 import { viewsMatchFold } from "../helpers/views-audit.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -11,7 +11,8 @@ import { Load, startCallbackReceiver, verifyEchoOutcomes } from "./checks.ts";
 import { FAULT_CLIENT, faultYaml, type HubProcs, hubProcs, type ProcName } from "./procs.ts";
 
 // A stale projector leader is fenced. The active projector is frozen (SIGSTOP) under load with
-// events taken and views unwritten, long past its lease (3 s): the standby takes the lease,
+// events taken and views unwritten, long past its member record (3 s): the standby claims the
+// partition,
 // recreates the durable at the ack floor and folds. Then the frozen one resumes (SIGCONT) with its
 // old state: it must write nothing more (its lease check stands it down before a round writes,
 // and a write already on its way is refused by the views' compare-and-set) and must not take the
@@ -23,8 +24,14 @@ import { FAULT_CLIENT, faultYaml, type HubProcs, hubProcs, type ProcName } from 
 // the last event folded into it, never decreases), and at the end every view equals the fold of
 // its job's events (`audit verify`) and the projector's durable has nothing left unacknowledged.
 
-const LEASE_ACQUIRED = '"msg":"lease acquired"';
-const STOOD_DOWN = '"msg":"lease lost; standing down"';
+const LEASE_ACQUIRED = '"msg":"partition claimed"';
+/** "member record lost; standing down" or "partition claimed by another member; standing down". */
+const STOOD_DOWN = '; standing down"';
+/** Who holds the projector's claim on the single partition, as the claims bucket says. */
+async function claimHolder(nc: NatsConnection): Promise<string> {
+  const entry = await (await new Kvm(nc).open(CLAIMS_BUCKET)).get(claimKey("projector", 0));
+  return entry?.operation === "PUT" ? entry.string() : `(${entry?.operation ?? "none"})`;
+}
 /** Jobs whose request number is a multiple of 3 ask for a callback (a third event per view). */
 const withCallback = (n: number) => n % 3 === 0;
 
@@ -69,7 +76,7 @@ async function explainStuck(nc: NatsConnection, procs: HubProcs, load: Load): Pr
     const leases = procs
       .output(name)
       .split("\n")
-      .filter((l) => l.includes('"component":"projector"'));
+      .filter((l) => l.includes('"component":"projector"') || l.includes('"component":"claims"'));
     lines.push(`${name}:`, ...leases);
   }
   const kv = await new Kvm(nc).open(TOPOLOGY.jobsBucket);
@@ -99,12 +106,12 @@ interface Phases {
 /** The leader frozen past its lease and resumed, then made to lead again; load runs throughout. */
 async function freezeResumeLeadAgain({ nc, procs, stale, next, moreLoad }: Phases) {
   const stalePid = procs.pid(stale) as number;
-  // Frozen mid-flight: it holds events it has not written, and stops renewing its lease.
+  // Frozen mid-flight: it holds events it has not written, and stops renewing its member record.
   process.kill(stalePid, "SIGSTOP");
   let resumed = false;
   try {
     await waitFor(
-      "the standby to take the lease",
+      "the standby to claim the partition",
       () => procs.output(next).includes(LEASE_ACQUIRED),
       {
         timeoutMs: 15_000,
@@ -115,14 +122,13 @@ async function freezeResumeLeadAgain({ nc, procs, stale, next, moreLoad }: Phase
     process.kill(stalePid, "SIGCONT");
     resumed = true;
     await waitFor(
-      "the resumed projector to find its lease gone and stand down",
+      "the resumed projector to find its claim gone and stand down",
       () => since(procs, stale, staleOffset).includes(STOOD_DOWN),
       { timeoutMs: 15_000 },
     );
     await moreLoad("load after the old leader resumed", 200);
-    // The lease stayed with the new leader: the resumed process did not take it back.
-    const lease = await (await new Kvm(nc).open(LEASE_BUCKET)).get("projector");
-    const holder = (lease?.json() as { holder?: string } | undefined)?.holder ?? "";
+    // The claim stayed with the new leader: the resumed process did not take it back.
+    const { holder } = JSON.parse(await claimHolder(nc)) as { holder: string };
     expect(holder.endsWith(`/${procs.pid(next)}`)).toBe(true);
     expect(since(procs, stale, staleOffset)).not.toContain(LEASE_ACQUIRED);
 
@@ -130,17 +136,15 @@ async function freezeResumeLeadAgain({ nc, procs, stale, next, moreLoad }: Phase
     const leadOffset = procs.output(stale).length;
     await procs.kill(next);
     await waitFor(
-      "the once-stale projector to take the lease again",
+      "the once-stale projector to claim the partition again",
       () => since(procs, stale, leadOffset).includes(LEASE_ACQUIRED),
       { timeoutMs: 15_000 },
     ).catch(async (err: unknown) => {
-      // What a failure needs: who holds the lease now, and what the once-stale process did.
-      const entry = await (await new Kvm(nc).open(LEASE_BUCKET)).get("projector");
-      const holder =
-        entry?.operation === "PUT" ? entry.string() : `(${entry?.operation ?? "none"})`;
+      // What a failure needs: who holds the claim now, and what the once-stale process did.
+      const holder = await claimHolder(nc);
       const tail = procs.output(stale).slice(staleOffset).split("\n").slice(-40).join("\n");
       throw new Error(
-        `${(err as Error).message}\nlease now: ${holder}; ${stale} is pid ${stalePid}\n${stale} since it resumed:\n${tail}`,
+        `${(err as Error).message}\nclaim now: ${holder}; ${stale} is pid ${stalePid}\n${stale} since it resumed:\n${tail}`,
       );
     });
     await moreLoad("load folded by the once-stale projector", 300);

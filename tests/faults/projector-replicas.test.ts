@@ -10,13 +10,13 @@ import { waitFor } from "../helpers/wait.ts";
 import { Load, startCallbackReceiver, verifyEchoOutcomes } from "./checks.ts";
 import { FAULT_CLIENT, faultYaml, hubProcs, type ProcName } from "./procs.ts";
 
-// Two projector replicas: one holds the lease and folds, the other stands by. SIGKILL the active
+// Two projector replicas: one claims the partition and folds, the other stands by. SIGKILL the active
 // one under load: the standby takes over, views update again within 5 s, and every view ends
 // equal to the fold of its job's events (none lost, stale or out of order), as `switchyard audit
 // verify` checks it. A third of the jobs ask for a callback, so their views take a third event
 // (callback.delivered) on another subject, which a lost or reordered event would show. Once
 // against one nats-server, once against the three-node cluster helper with R3 streams and buckets
-// (the lease bucket included).
+// (the lease and claims buckets included).
 
 /** Jobs whose request number is a multiple of 3 ask for a callback. */
 const withCallback = (n: number) => n % 3 === 0;
@@ -27,7 +27,7 @@ async function failover(nats: { readonly url: string; readonly nc: NatsConnectio
   const projectors: ProcName[] = ["projector", "projector#2"];
   for (const name of projectors) await procs.start(name);
   for (const name of ["executor", "callback", "ingress"] as const) await procs.start(name);
-  const active = projectors.filter((p) => procs.output(p).includes('"msg":"lease acquired"'));
+  const active = projectors.filter((p) => procs.output(p).includes('"msg":"partition claimed"'));
   expect(active).toHaveLength(1);
   const [leader] = active as [ProcName];
   const standby = projectors.find((p) => p !== leader) as ProcName;
@@ -64,7 +64,7 @@ async function failover(nats: { readonly url: string; readonly nc: NatsConnectio
     `projector failover: views updated again ${Math.round(resumedAfter)} ms after the kill\n`,
   );
   expect(resumedAfter).toBeLessThan(5_000);
-  expect(procs.output(standby)).toContain('"msg":"lease acquired"');
+  expect(procs.output(standby)).toContain('"msg":"partition claimed"');
 
   await waitFor(
     "more load after the failover",

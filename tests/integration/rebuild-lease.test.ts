@@ -10,7 +10,11 @@ import {
 } from "../../services/projector/rebuild.ts";
 import { TOPOLOGY } from "../../shared/bus/index.ts";
 import { jobViewKey, SINGLE_PARTITION_LAYOUT } from "../../shared/jobs/index.ts";
-import { createLease, openLeaseBucket } from "../../shared/lease/index.ts";
+import {
+  createPartitionClaims,
+  openClaimsBucket,
+  openLeaseBucket,
+} from "../../shared/lease/index.ts";
 import { createLogger } from "../../shared/log/index.ts";
 import { DEFAULT_CLIENTS, startHub, type TestHub } from "../helpers/hub.ts";
 import { captureLogger } from "../helpers/logs.ts";
@@ -18,9 +22,10 @@ import { startNats, type TestNats } from "../helpers/nats.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 // `projector rebuild` holds the projector's lease (KV sy_leases, key `projector`) for its whole
-// run: an active projector replica refuses it, a standby replica stays standby until the rebuild
-// ends and then takes over at the head. Replicas here are in-process projectors on their own NATS
-// connections, with the lease exactly as services/runtime/run.ts gives them.
+// run: a projector replica holding the partition's claim refuses it, a standby replica claims
+// nothing until the rebuild ends and then takes over at the head. Replicas here are in-process
+// projectors on their own NATS connections, with partition claims exactly as
+// services/runtime/read-model-leases.ts gives them.
 
 const ACME = DEFAULT_CLIENTS[0] as (typeof DEFAULT_CLIENTS)[0];
 const silent = createLogger({ level: "silent", service: "test" });
@@ -31,12 +36,15 @@ async function replica(nats: TestNats, name: string) {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const { logger, logs } = captureLogger();
-  const lease = createLease({
-    kv: await openLeaseBucket(nc, { replicas: 1 }),
-    key: "projector",
+  const lease = createPartitionClaims({
+    leases: await openLeaseBucket(nc, { replicas: 1 }),
+    jsm,
+    claims: await openClaimsBucket(nc, { replicas: 1 }),
+    groups: { projector: 1 },
+    rebuildKey: SINGLE_PARTITION_LAYOUT.leaseKey,
     holder: name,
     logger,
-  });
+  }).lease("projector", 0);
   const kv = await new Kvm(nc).open(TOPOLOGY.jobsBucket);
   const projector = createProjector({
     layout: SINGLE_PARTITION_LAYOUT,
@@ -96,8 +104,8 @@ const rebuild = (hub: TestHub, onStep?: (step: RebuildStep) => Promise<void>) =>
   });
 };
 
-describe("projector rebuild holds the projector lease", () => {
-  test("an active projector replica refuses the rebuild by name, and nothing changes", async () => {
+describe("projector rebuild holds the projector lease, and replicas keep off it", () => {
+  test("an active projector replica (its claim) refuses the rebuild by name, and nothing changes", async () => {
     await using nats = await startNats();
     await using hub = await startHub({ nats, services: ["ingress", "executor", "callback"] });
     const active = await replica(nats, "replica-a");
@@ -109,7 +117,7 @@ describe("projector rebuild holds the projector lease", () => {
 
     const refused = await rebuild(hub).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(ReadModelRunningError);
-    expect((refused as Error).message).toContain("the projector lease is held by replica-a");
+    expect((refused as Error).message).toContain("the projector claim is held by replica-a");
 
     const after = await jsm.consumers.info(TOPOLOGY.eventsStream, TOPOLOGY.consumers.projector);
     expect(after.created).toBe(before.created); // the durable was not recreated
@@ -145,7 +153,7 @@ describe("projector rebuild holds the projector lease", () => {
       const holder = (await leases.get("projector"))?.json<{ holder: string }>().holder;
       seen[step] = {
         standbyHolds: standby?.lease.holding(),
-        standbyEverLed: standby?.logs().includes('"msg":"lease acquired"'),
+        standbyEverLed: standby?.logs().includes('"msg":"partition claimed"'),
         holder,
       };
     });
@@ -165,7 +173,7 @@ describe("projector rebuild holds the projector lease", () => {
 
     // Released at the end: the standby takes over from the rebuilt durable's head, not from 1.
     const next = standby as NonNullable<typeof standby>;
-    await waitFor("the standby to take the lease", () => next.lease.holding());
+    await waitFor("the standby to claim the partition", () => next.lease.holding());
     await waitFor("the standby's projector to start", () =>
       next.logs().includes('"msg":"projector started"'),
     );

@@ -47,7 +47,8 @@ describe("the indexer service", () => {
     await using nats = await startNats();
     const projector = await serve(nats, ["projector"]);
     try {
-      expect(projector.logs()).toContain("projector started");
+      // Its partition's work starts once the claim is taken, not before serve returns.
+      await waitFor("the projector to start", () => projector.logs().includes("projector started"));
       expect(await consumerNames(nats)).not.toContain(INDEX_CONSUMER);
       expect(projector.logs()).not.toContain("indexer started");
     } finally {

@@ -125,13 +125,10 @@ export const eventReaders = (n: Names): Line[] =>
 export const eventGets = (n: Names): Line[] => n.each((p) => streamGets(n.layout.stream(p)));
 
 /**
- * A read model's lease. P = 1: its single key in sy_leases. P > 1: its member record (shared with
- * a co-located read model) and its own group's claims, and the watches that follow both.
+ * A read model's partition claims: its member record (shared with a co-located read model), its
+ * own group's claims, the watches that follow both, and reads of the rebuild leases.
  */
-export function readModelLease(n: Names, group: string): Line[] {
-  if (n.layout.partitions === 1) {
-    return [[`$KV.${LEASE_BUCKET}.${group}`, ...kvReads(LEASE_BUCKET)]];
-  }
+export function readModelLease(group: string): Line[] {
   return [
     `its member record and its own partitions' claims (docs/architecture.md, "Partition claims")`,
     [`$KV.${LEASE_BUCKET}.${memberKey(">")}`, `$KV.${CLAIMS_BUCKET}.${group}.>`],

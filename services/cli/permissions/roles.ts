@@ -99,7 +99,7 @@ function projector(n: Names): RoleBlock {
       ...COMMON_READS,
       ...ownDurable(n, PROJECTOR),
       ...n.each((p) => [[`$KV.${n.layout.viewBucket(p)}.>`, ...kvReads(n.layout.viewBucket(p))]]),
-      ...readModelLease(n, PROJECTOR),
+      ...readModelLease(PROJECTOR),
       "the signed checkpoints of the audit chain: the last one, and the events since (a reader)",
       ...n.each((p) => [[n.layout.checkpointSubject(p)]]),
       ...eventGets(n),
@@ -120,7 +120,7 @@ function indexer(n: Names): RoleBlock {
       ...ownDurable(n, INDEX_CONSUMER),
       "a job's whole history, read again after a redelivery, and its run.requested (the creation time that keys its row)",
       ...eventGets(n),
-      ...readModelLease(n, "indexer"),
+      ...readModelLease("indexer"),
     ],
     subscribe: [inbox("indexer")],
   };
@@ -250,20 +250,17 @@ function auditor(n: Names): RoleBlock {
           [`${API}.CONSUMER.MSG.NEXT.${kv(bucket)}.*`],
         ];
       }),
-      ...partitionHolders(n),
+      ...partitionHolders(),
     ],
     subscribe: [inbox("auditor")],
   };
 }
 
-/** At P > 1, who holds each partition (`switchyard status`): the claims and member records. */
-const partitionHolders = (n: Names): Line[] =>
-  n.layout.partitions === 1
-    ? []
-    : [
-        "who holds each partition (switchyard status): the claims and the member records",
-        [...kvReads(CLAIMS_BUCKET), ...kvReads(LEASE_BUCKET)],
-      ];
+/** Who holds each partition (`switchyard status`): the claims and member records. */
+const partitionHolders = (): Line[] => [
+  "who holds each partition (switchyard status): the claims and the member records",
+  [...kvReads(CLAIMS_BUCKET), ...kvReads(LEASE_BUCKET)],
+];
 
 /** Every role but the admin, in the file's order. */
 export function roleBlocks(n: Names): RoleBlock[] {
