@@ -12,19 +12,19 @@ import { FAULT_CLIENT, faultYaml, type HubProcs, hubProcs, type ProcName } from 
 
 // A stale projector leader is fenced. The active projector is frozen (SIGSTOP) under load with
 // events taken and views unwritten, long past its member record (3 s): the standby claims the
-// partition,
-// recreates the durable at the ack floor and folds. Then the frozen one resumes (SIGCONT) with its
-// old state: it must write nothing more (its lease check stands it down before a round writes,
-// and a write already on its way is refused by the views' compare-and-set) and must not take the
-// lease back. Last, the new leader is SIGKILLed and the once-stale process leads again with what
-// it kept in memory from before its pause (cached views, delivery bookkeeping): it must fold and
-// acknowledge like a fresh leader. (It did not: its ack floor from the first lease still counted
-// the messages it dropped as unwritten, so it never acked again and every event came back after
-// the ack wait.) Throughout, a watcher sees no view go backwards (its `seq`, the stream sequence of
-// the last event folded into it, never decreases), and at the end every view equals the fold of
-// its job's events (`audit verify`) and the projector's durable has nothing left unacknowledged.
+// partition, recreates the durable at the ack floor and folds. Then the frozen one resumes
+// (SIGCONT) with its old state: it must write nothing more (its claim's check stands it down
+// before a round writes, and a write already on its way is refused by the views'
+// compare-and-set) and must not claim the partition back. Last, the new leader is SIGKILLed and
+// the once-stale process leads again with what it kept in memory from before its pause (cached
+// views, delivery bookkeeping): it must fold and acknowledge like a fresh leader. (It did not: its
+// ack floor from its first lead still counted the messages it dropped as unwritten, so it never
+// acked again and every event came back after the ack wait.) Throughout, a watcher sees no view
+// go backwards (its `seq`, the stream sequence of the last event folded into it, never
+// decreases), and at the end every view equals the fold of its job's events (`audit verify`) and
+// the projector's durable has nothing left unacknowledged.
 
-const LEASE_ACQUIRED = '"msg":"partition claimed"';
+const CLAIMED = '"msg":"partition claimed"';
 /** "member record lost; standing down" or "partition claimed by another member; standing down". */
 const STOOD_DOWN = '; standing down"';
 /** Who holds the projector's claim on the single partition, as the claims bucket says. */
@@ -103,7 +103,7 @@ interface Phases {
   readonly moreLoad: (what: string, count: number) => Promise<void>;
 }
 
-/** The leader frozen past its lease and resumed, then made to lead again; load runs throughout. */
+/** The leader frozen past its member record and resumed, then made to lead again; load runs throughout. */
 async function freezeResumeLeadAgain({ nc, procs, stale, next, moreLoad }: Phases) {
   const stalePid = procs.pid(stale) as number;
   // Frozen mid-flight: it holds events it has not written, and stops renewing its member record.
@@ -112,7 +112,7 @@ async function freezeResumeLeadAgain({ nc, procs, stale, next, moreLoad }: Phase
   try {
     await waitFor(
       "the standby to claim the partition",
-      () => procs.output(next).includes(LEASE_ACQUIRED),
+      () => procs.output(next).includes(CLAIMED),
       {
         timeoutMs: 15_000,
       },
@@ -130,14 +130,14 @@ async function freezeResumeLeadAgain({ nc, procs, stale, next, moreLoad }: Phase
     // The claim stayed with the new leader: the resumed process did not take it back.
     const { holder } = JSON.parse(await claimHolder(nc)) as { holder: string };
     expect(holder.endsWith(`/${procs.pid(next)}`)).toBe(true);
-    expect(since(procs, stale, staleOffset)).not.toContain(LEASE_ACQUIRED);
+    expect(since(procs, stale, staleOffset)).not.toContain(CLAIMED);
 
     // The once-stale process leads again, with the views it held in memory before its pause.
     const leadOffset = procs.output(stale).length;
     await procs.kill(next);
     await waitFor(
       "the once-stale projector to claim the partition again",
-      () => since(procs, stale, leadOffset).includes(LEASE_ACQUIRED),
+      () => since(procs, stale, leadOffset).includes(CLAIMED),
       { timeoutMs: 15_000 },
     ).catch(async (err: unknown) => {
       // What a failure needs: who holds the claim now, and what the once-stale process did.
@@ -159,8 +159,8 @@ test("a paused projector leader resumes fenced: it writes nothing stale, no view
   const projectors: ProcName[] = ["projector", "projector#2"];
   for (const name of projectors) await procs.start(name);
   for (const name of ["executor", "callback", "ingress"] as const) await procs.start(name);
-  const [stale] = projectors.filter((p) => procs.output(p).includes(LEASE_ACQUIRED));
-  if (stale === undefined) throw new Error("no projector took the lease");
+  const [stale] = projectors.filter((p) => procs.output(p).includes(CLAIMED));
+  if (stale === undefined) throw new Error("no projector claimed the partition");
   const next = projectors.find((p) => p !== stale) as ProcName;
 
   const views = await watchViews(nats.nc);
