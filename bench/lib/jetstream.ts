@@ -25,6 +25,13 @@ export interface ConsumerState {
   readonly delivered: number;
   readonly pending: number;
   readonly ackPending: number;
+  /**
+   * The consumer acknowledges what it is delivered (ack policy explicit or all). A consumer that
+   * does not (a KV watch, an ordered reader) holds no work: what it has pending is only not yet
+   * pushed, to a watcher that may be gone (nats.js leaves a stopped watch's consumer to expire
+   * after its 5-min inactive threshold).
+   */
+  readonly acks: boolean;
 }
 
 export interface StreamState {
@@ -125,6 +132,7 @@ export function parseJsz(body: unknown): JszSnapshot {
           delivered: num(obj(consumer.delivered).consumer_seq),
           pending: num(consumer.num_pending),
           ackPending: num(consumer.num_ack_pending),
+          acks: obj(consumer.config).ack_policy !== "none",
         };
       }
     }
@@ -239,10 +247,13 @@ export interface Backlog {
  */
 const TIMER_STREAMS = new Set(["SWITCHYARD_DEADLINES"]);
 
-/** Consumers (on every stream but timers) with anything pending or unacknowledged. */
+/**
+ * Consumers (on every stream but timers) with anything pending or unacknowledged; consumers that
+ * acknowledge nothing (watches) are not backlog.
+ */
 export function undrained(jsz: JszSnapshot): Backlog[] {
   return Object.entries(jsz.consumers)
-    .filter(([key]) => !TIMER_STREAMS.has(key.split("/")[0] ?? ""))
+    .filter(([key, c]) => c.acks && !TIMER_STREAMS.has(key.split("/")[0] ?? ""))
     .filter(([, c]) => c.pending > 0 || c.ackPending > 0)
     .map(([consumer, c]) => ({ consumer, pending: c.pending, ackPending: c.ackPending }));
 }

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
+import { connect } from "@nats-io/transport-node";
 import {
   createJetStreamMonitor,
   diffSnapshots,
@@ -95,13 +96,34 @@ describe("JetStream cost counters", () => {
     expect(perUnit(cost, 5).deliveries).toBe(3);
   });
 
+  test("a watch whose process is gone holds no backlog", async () => {
+    const kv = await new Kvm(nats.nc).create("watched");
+    const other = await connect({ servers: nats.url });
+    const watch = await new Kvm(other).open("watched").then((b) => b.watch());
+    await other.close();
+    await kv.put("k", "v");
+    // The gone watcher's consumer lives on (nats.js's 5-min inactive threshold) with the put
+    // pending: the drain must not wait for it.
+    const stale = await waitFor("the gone watcher's pending put", async () => {
+      const s = await monitor.snapshot();
+      const c = Object.values(s.jsz.consumers).find((c) => c.stream === "KV_watched");
+      return c !== undefined && c.pending > 0 ? s : undefined;
+    });
+    const watcher = Object.values(stale.jsz.consumers).find((c) => c.stream === "KV_watched");
+    expect(watcher).toMatchObject({ acks: false, ackPending: 0 });
+    expect(undrained(stale.jsz)).toEqual([]);
+    watch.stop();
+  });
+
   test("a consumer made again counts from zero", () => {
     const snap = (delivered: number, acks: number): JetStreamSnapshot => ({
       jsz: {
         apiTotal: 0,
         apiErrors: 0,
         streams: {},
-        consumers: { "S/c": { stream: "S", name: "c", delivered, pending: 0, ackPending: 0 } },
+        consumers: {
+          "S/c": { stream: "S", name: "c", delivered, pending: 0, ackPending: 0, acks: true },
+        },
       },
       subs: { "$JS.ACK.S.c.*.*.*.*.*": acks },
     });
