@@ -114,6 +114,8 @@ function follow(deps: {
  * claim still checks that the owner's record is gone from the bucket (the server's word).
  */
 export function createClaimsWatch(deps: {
+  /** Rereads a claim from the stream's leader (reread). */
+  readonly jsm: JetStreamManager;
   readonly leases: KV;
   readonly claims: KV;
   readonly goneAfterMs: number;
@@ -164,11 +166,24 @@ export function createClaimsWatch(deps: {
       if (known === undefined || known.revision < seen.revision) claims.set(key, seen);
     },
     /**
-     * Records a claim as the stream's leader stores it, even over a higher revision seen: a
-     * revision from a write that a leader change rolled back would fail every compare-and-set.
+     * Reads a claim from the claims stream's leader and records it as stored, even over a higher
+     * revision seen. After a refused compare-and-set the next decision starts from what is stored,
+     * whatever this process saw: the watch may be behind (its ordered consumer is re-created only
+     * after missed heartbeats when a node dies), a write whose answer was lost may have landed,
+     * and a revision seen may be one a leader change rolled back (seen in the cluster test: every
+     * claim of a partition refused, "wrong last sequence").
      */
-    replaceClaim(key: string, seen: SeenClaim) {
-      claims.set(key, seen);
+    async reread(key: string) {
+      const msg = await deps.jsm.streams
+        .getMessage(`KV_${CLAIMS_BUCKET}`, { last_by_subj: `$KV.${CLAIMS_BUCKET}.${key}` })
+        .catch((err: unknown) => {
+          deps.logger.info(
+            { claim: key, err: (err as Error).message },
+            "claim not read from the leader",
+          );
+          return undefined;
+        });
+      if (msg) claims.set(key, claimOfStored(msg));
     },
     noteMember(member: string, groups: readonly string[]) {
       members.set(member, { seenAt: Date.now(), groups: [...groups] });

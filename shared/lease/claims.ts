@@ -1,16 +1,11 @@
-import { randomBytes } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "../log/index.ts";
 import {
-  CLAIMS_BUCKET,
   type ClaimRecord,
   claimKey,
-  claimOfStored,
   createClaimsWatch,
-  type MemberRecord,
   memberGoneReader,
-  memberKey,
   rebuildLeaseReader,
 } from "./claims-view.ts";
 // Read at call time only: index.ts re-exports this module.
@@ -20,6 +15,7 @@ import {
   type LeaseHandlers,
   SIT_OUT_AFTER_FAILED_LEAD_MS,
 } from "./index.ts";
+import { createMemberRecord } from "./member-record.ts";
 import { decideClaims } from "./partitions-decide.ts";
 
 const RENEW_EVERY_MS = 1_000;
@@ -98,10 +94,7 @@ export function createPartitionClaims(deps: {
   for (const group of groups) {
     if (!GROUP_NAME.test(group)) throw new RangeError(`claims group name "${group}" is not a word`);
   }
-  const newMember = () => randomBytes(6).toString("hex");
-  let member = newMember();
-  let memberRevision = 0;
-  let renewedAt = 0;
+  const self = createMemberRecord({ leases: deps.leases, holder: deps.holder });
   /** By claim key. */
   const held = new Map<string, Held>();
   const handlers = new Map<string, LeaseHandlers>();
@@ -116,11 +109,15 @@ export function createPartitionClaims(deps: {
 
   const serialised = (step: () => Promise<void>) => {
     busy = busy.then(step).catch((err: unknown) => {
-      logger.error({ member, err: (err as Error).message }, "partition claims step failed");
+      logger.error(
+        { member: self.id(), err: (err as Error).message },
+        "partition claims step failed",
+      );
     });
     return busy;
   };
   const watch = createClaimsWatch({
+    jsm: deps.jsm,
     leases: deps.leases,
     claims: deps.claims,
     goneAfterMs: LEASE_TTL_MS + MEMBER_GONE_SLACK_MS,
@@ -129,26 +126,9 @@ export function createPartitionClaims(deps: {
       if (started && !stopped) void serialised(decideAll);
     },
   });
-  /**
-   * A compare-and-set on a claim failed: reads the claim from the stream's leader, so the next
-   * decision starts from what is stored, whatever this process saw: the watch may be behind (its
-   * ordered consumer is re-created only after missed heartbeats when a node dies), a write whose
-   * answer was lost may have landed, and a revision seen may be one a leader change rolled back
-   * (seen in the cluster test: every claim of a partition refused, "wrong last sequence").
-   */
-  const refresh = async (key: string) => {
-    const msg = await deps.jsm.streams
-      .getMessage(`KV_${CLAIMS_BUCKET}`, { last_by_subj: `$KV.${CLAIMS_BUCKET}.${key}` })
-      .catch((err: unknown) => {
-        logger.info({ ...log(key), err: (err as Error).message }, "claim not read from the leader");
-        return undefined;
-      });
-    if (msg) watch.replaceClaim(key, claimOfStored(msg));
-  };
-
   const holding = (key: string) =>
-    !stopped && held.has(key) && Date.now() - renewedAt < (LEASE_TTL_MS * 2) / 3;
-  const log = (key: string) => ({ claim: key, member });
+    !stopped && held.has(key) && Date.now() - self.renewedAt() < (LEASE_TTL_MS * 2) / 3;
+  const log = (key: string) => ({ claim: key, member: self.id() });
 
   /** Gives a partition up: holding() turns false first, then the work stops. */
   const standDown = async (key: string, h = handlers.get(key)) => {
@@ -158,31 +138,35 @@ export function createPartitionClaims(deps: {
     });
   };
 
-  /** Stands down and marks the claim free, keeping its epoch, so another member takes it now. */
+  /** Marks a claim free (no owner), keeping its epoch; the error when the write was refused. */
+  const writeFree = (key: string, seen: { readonly epoch: number; readonly revision: number }) => {
+    const value: ClaimRecord = { owner: "", holder: "", epoch: seen.epoch };
+    return deps.claims.update(key, JSON.stringify(value), seen.revision).then(
+      (revision) => void watch.noteClaim(key, { revision, epoch: seen.epoch, owner: undefined }),
+      (err: unknown) => err as Error,
+    );
+  };
+
+  /** Stands down and marks the claim free, so another member takes it now. */
   const release = async (key: string, h = handlers.get(key)) => {
     const mine = held.get(key);
     if (mine === undefined) return;
     await standDown(key, h);
-    const value: ClaimRecord = { owner: "", holder: "", epoch: mine.epoch };
-    const released = await deps.claims.update(key, JSON.stringify(value), mine.revision).then(
-      (revision) => watch.noteClaim(key, { revision, epoch: mine.epoch, owner: undefined }),
-      (err: unknown) => err as Error,
-    );
-    if (released instanceof Error) {
+    const refused = await writeFree(key, mine);
+    if (refused !== undefined) {
       logger.warn(
-        { ...log(key), err: released.message },
+        { ...log(key), err: refused.message },
         "release not written; the claim is freed at a later renewal",
       );
-      await refresh(key);
+      await watch.reread(key);
     }
   };
 
   const loseAll = async (why: string) => {
-    if (held.size > 0) logger.warn({ member, why }, "member record lost; standing down");
+    if (held.size > 0) logger.warn({ member: self.id(), why }, "member record lost; standing down");
     for (const key of [...held.keys()]) await standDown(key);
-    watch.forgetMember(member);
-    member = newMember();
-    memberRevision = 0;
+    watch.forgetMember(self.id());
+    self.rejoin();
   };
 
   const renew = async () => {
@@ -191,25 +175,9 @@ export function createPartitionClaims(deps: {
     const competing = groups.filter((g) =>
       [...handlers.keys()].some((k) => k.startsWith(`${g}.p`)),
     );
-    const record: MemberRecord = {
-      holder: deps.holder,
-      groups: competing,
-      renewed_at: new Date().toISOString(),
-    };
-    const value = JSON.stringify(record);
-    // The record's TTL runs from when the server stored it, which is after this: holding()
-    // counts from here, so a slow answer never stretches a holder past its record's expiry.
-    const sentAt = Date.now();
-    try {
-      memberRevision =
-        memberRevision === 0
-          ? await deps.leases.create(memberKey(member), value)
-          : await deps.leases.update(memberKey(member), value, memberRevision);
-      renewedAt = sentAt;
-      watch.noteMember(member, competing);
-    } catch (err) {
-      await loseAll((err as Error).message);
-    }
+    const lost = await self.renew(competing);
+    if (lost === undefined) watch.noteMember(self.id(), competing);
+    else await loseAll(lost.message);
   };
 
   const leadFailed = async (key: string, err: Error) => {
@@ -240,10 +208,10 @@ export function createPartitionClaims(deps: {
     const key = claimKey(group, partition);
     const seen = watch.claim(key);
     const owner = seen?.owner;
-    if (owner !== undefined && owner !== member && !(await ownerGone(owner))) return;
+    if (owner !== undefined && owner !== self.id() && !(await ownerGone(owner))) return;
     if (await rebuildHolds(group, partition)) return;
     const epoch = (seen?.epoch ?? 0) + 1;
-    const value: ClaimRecord = { owner: member, holder: deps.holder, epoch };
+    const value: ClaimRecord = { owner: self.id(), holder: deps.holder, epoch };
     let revision: number;
     try {
       revision =
@@ -253,11 +221,11 @@ export function createPartitionClaims(deps: {
     } catch (err) {
       // Another member claimed it first (the watch tells), or the claims' store is away.
       logger.info({ ...log(key), err: (err as Error).message }, "claim not taken");
-      await refresh(key);
+      await watch.reread(key);
       return;
     }
     held.set(key, { group, partition, revision, epoch });
-    watch.noteClaim(key, { revision, epoch, owner: member });
+    watch.noteClaim(key, { revision, epoch, owner: self.id() });
     if (await rebuildHolds(group, partition)) {
       logger.info(log(key), "a rebuild holds the partition; claim released");
       return release(key);
@@ -281,18 +249,16 @@ export function createPartitionClaims(deps: {
    * member counts them as its own share and nobody else takes them (the owner lives).
    */
   const freeOrphans = async () => {
-    for (const [key, seen] of watch.ownedBy(member)) {
+    for (const [key, seen] of watch.ownedBy(self.id())) {
       if (held.has(key)) continue;
-      const value: ClaimRecord = { owner: "", holder: "", epoch: seen.epoch };
-      try {
-        const revision = await deps.claims.update(key, JSON.stringify(value), seen.revision);
-        watch.noteClaim(key, { revision, epoch: seen.epoch, owner: undefined });
+      const refused = await writeFree(key, seen);
+      if (refused === undefined) {
         logger.info(log(key), "claim held by nobody freed");
-      } catch (err) {
-        // Changed meanwhile (the watch tells), or the store is away: tried again next tick.
-        logger.info({ ...log(key), err: (err as Error).message }, "claim held by nobody not freed");
-        await refresh(key);
+        continue;
       }
+      // Changed meanwhile (the watch tells), or the store is away: tried again next tick.
+      logger.info({ ...log(key), err: refused.message }, "claim held by nobody not freed");
+      await watch.reread(key);
     }
   };
 
@@ -300,7 +266,7 @@ export function createPartitionClaims(deps: {
   const reconcile = async () => {
     for (const [key, mine] of [...held]) {
       const seen = watch.claim(key);
-      if (seen !== undefined && seen.revision > mine.revision && seen.owner !== member) {
+      if (seen !== undefined && seen.revision > mine.revision && seen.owner !== self.id()) {
         logger.warn(log(key), "partition claimed by another member; standing down");
         await standDown(key);
       }
@@ -320,7 +286,7 @@ export function createPartitionClaims(deps: {
   const decideGroup = async (group: string, ownerGone: (owner: string) => Promise<boolean>) => {
     const followed = deps.follows?.[group];
     const actions = decideClaims({
-      me: member,
+      me: self.id(),
       total: deps.groups[group] ?? 0,
       wanted: wanted(group),
       members: watch.liveMembers(group),
@@ -346,7 +312,7 @@ export function createPartitionClaims(deps: {
   };
 
   async function decideAll() {
-    if (stopped || memberRevision === 0) return;
+    if (stopped || !self.joined()) return;
     await reconcile();
     await freeOrphans();
     const ownerGone = memberGoneReader(deps.jsm);
@@ -360,7 +326,7 @@ export function createPartitionClaims(deps: {
    */
   const decideWhenMemberGone = () => {
     clearTimeout(goneTimer);
-    const at = watch.firstGoneAt(member);
+    const at = watch.firstGoneAt(self.id());
     if (at === undefined || stopped) return;
     goneTimer = setTimeout(() => void serialised(decideAll), Math.max(0, at - Date.now()) + 1);
   };
@@ -394,11 +360,7 @@ export function createPartitionClaims(deps: {
     await busy;
     for (const key of [...held.keys()]) await release(key);
     await watch.close();
-    if (memberRevision !== 0) {
-      await deps.leases
-        .delete(memberKey(member), { previousSeq: memberRevision })
-        .catch(() => undefined);
-    }
+    await self.remove();
   };
 
   const lease = (group: string, partition: number): Lease => {
