@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { type JetStreamClient, jetstream, jetstreamManager, PubHeaders } from "@nats-io/jetstream";
 import { connect, type MsgHdrs } from "@nats-io/transport-node";
 import { headersOf, muxPubAcks, startNatsServer } from "../shared/nats/index.ts";
-import { round } from "./lib/common.ts";
+import { cpuSec, round } from "./lib/common.ts";
 
 const COUNT = Number(process.env.PUBLISH_COUNT ?? 50_000);
 const ROUNDS = Number(process.env.PUBLISH_ROUNDS ?? 3);
@@ -35,30 +35,41 @@ function natsPublisher(js: JetStreamClient): Publish {
   return (i, headers) => js.publish(`pp.j.${i}`, payload, headers ? { headers } : {});
 }
 
-/** µs of this process's CPU per publish, `IN_FLIGHT` at a time. */
-async function cpuPerPublish(
-  publish: Publish,
-  withHeaders: boolean,
-  base: number,
-): Promise<number> {
+/** The headers each publish carries: none, an event's own, or those and the append's check. */
+const HEADER_SETS = {
+  "": () => undefined,
+  ", type + message id": (n: number) =>
+    headersOf({ "Sy-Event-Type": "job.done", [PubHeaders.MsgIdHdr]: `evt_${n}` }),
+  ", type + message id + expected sequence": (n: number) =>
+    headersOf({
+      "Sy-Event-Type": "job.done",
+      [PubHeaders.MsgIdHdr]: `evt_${n}`,
+      [PubHeaders.ExpectedLastSubjectSequenceHdr]: "0",
+    }),
+} satisfies Record<string, (n: number) => MsgHdrs | undefined>;
+
+/** µs of this process's and of nats-server's CPU per publish, `IN_FLIGHT` at a time. */
+async function cpuPerPublish(deps: {
+  readonly publish: Publish;
+  readonly headers: (n: number) => MsgHdrs | undefined;
+  readonly base: number;
+  readonly serverPid: number;
+}): Promise<{ client: number; server: number }> {
   const started = process.cpuUsage();
+  const serverStarted = cpuSec(deps.serverPid);
   let i = 0;
   const lane = async () => {
     while (i < COUNT) {
-      const n = base + i++;
-      const headers = withHeaders
-        ? headersOf({
-            "Sy-Event-Type": "job.done",
-            [PubHeaders.MsgIdHdr]: `evt_${n}`,
-            [PubHeaders.ExpectedLastSubjectSequenceHdr]: "0",
-          })
-        : undefined;
-      await publish(n, headers);
+      const n = deps.base + i++;
+      await deps.publish(n, deps.headers(n));
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
   const used = process.cpuUsage(started);
-  return (used.user + used.system) / COUNT;
+  return {
+    client: (used.user + used.system) / COUNT,
+    server: ((cpuSec(deps.serverPid) - serverStarted) * 1e6) / COUNT,
+  };
 }
 
 const median = (values: number[]) =>
@@ -74,24 +85,27 @@ try {
     "js.publish": natsPublisher(jetstream(nc)),
     muxPubAcks: natsPublisher(muxPubAcks(jetstream(nc), { nc })),
   };
-  const results: Record<string, number[]> = {};
+  const results: Record<string, { client: number[]; server: number[] }> = {};
   let base = 0;
   for (let r = 0; r < ROUNDS; r++) {
-    for (const withHeaders of [false, true]) {
+    for (const [set, headers] of Object.entries(HEADER_SETS)) {
       for (const [name, publish] of Object.entries(variants)) {
-        const key = `${name}${withHeaders ? ", event headers" : ""}`;
-        const values = results[key] ?? [];
-        values.push(await cpuPerPublish(publish, withHeaders, base));
+        const key = `${name}${set}`;
+        const values = results[key] ?? { client: [], server: [] };
+        const cpu = await cpuPerPublish({ publish, headers, base, serverPid: server.pid });
+        values.client.push(cpu.client);
+        values.server.push(cpu.server);
         results[key] = values;
         base += COUNT;
       }
     }
   }
   console.log(
-    `CPU of the publishing process per publish, µs (median of ${ROUNDS} rounds of ${COUNT}):`,
+    `CPU per publish, µs, the publishing process and nats-server (median of ${ROUNDS} rounds of ${COUNT}):`,
   );
   for (const [key, values] of Object.entries(results)) {
-    console.log(`  ${key.padEnd(28)} ${round(median(values), 1)}`);
+    const client = round(median(values.client), 1);
+    console.log(`  ${key.padEnd(50)} ${client}, nats-server ${round(median(values.server), 1)}`);
   }
 } finally {
   await nc.close();
