@@ -101,10 +101,11 @@ describe("JetStream cost counters", () => {
     const other = await connect({ servers: nats.url });
     const watch = await new Kvm(other).open("watched").then((b) => b.watch());
     await other.close();
-    await kv.put("k", "v");
-    // The gone watcher's consumer lives on (nats.js's 5-min inactive threshold) with the put
-    // pending: the drain must not wait for it.
+    // The gone watcher's consumer lives on (nats.js's 5-min inactive threshold), and a put made
+    // once the server has seen the connection go stays pending on it: the drain must not wait
+    // for it. Put until one is (a put the server handles before the close is delivered).
     const stale = await waitFor("the gone watcher's pending put", async () => {
+      await kv.put("k", "v");
       const s = await monitor.snapshot();
       const c = Object.values(s.jsz.consumers).find((c) => c.stream === "KV_watched");
       return c !== undefined && c.pending > 0 ? s : undefined;
