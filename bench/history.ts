@@ -56,8 +56,21 @@ function byRoundLine(byRound: Readonly<Record<string, RoundRatios>> | undefined)
   return `The hub ÷ each peer round by round, median (range): ${clauses.join("; ")}.`;
 }
 
+/** The per-job counters a summary reads: the ones every recorded results file has. */
+type SummarisedCounters =
+  | "stored"
+  | "storedStreams"
+  | "storedKv"
+  | "bytes"
+  | "deliveries"
+  | "acks"
+  | "directGets"
+  | "apiCalls";
+
 interface PhaseWork {
-  readonly jetstream?: { readonly perUnit: Readonly<Record<keyof CostTotals, number>> };
+  readonly jetstream?: {
+    readonly perUnit: Readonly<Pick<Record<keyof CostTotals, number>, SummarisedCounters>>;
+  };
 }
 
 export const LATEST_START = "<!-- latest-run: start -->";

@@ -1,7 +1,7 @@
 /**
  * nats-server's own counters, read from its monitoring endpoint (`-m <port>`), so the benchmark
  * can say what one job costs JetStream without asking the JetStream API (whose calls it would
- * count itself). Two pages are read:
+ * count itself). Three pages are read:
  *
  * - `/jsz?accounts=true&streams=true&consumers=true&config=true`: `api.total` (JetStream API
  *   calls the server's API router handled: stream and consumer info, create, `STREAM.MSG.GET`
@@ -13,9 +13,11 @@
  *   consumer received: nats-server keeps no ack counter of its own), `$JS.API.DIRECT.GET.<stream>…`
  *   (direct gets, which `api.total` does not count: KV reads go this way),
  *   `$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>` (pull requests, also not in `api.total`) and
- *   each stream's own subjects (publishes it received, stored or refused).
+ *   each stream's own subjects (publishes it received, stored or refused);
+ * - `/varz`: the server's whole traffic with its clients, messages and bytes each way (publishes,
+ *   acks and requests in; deliveries, PubAcks, replies and heartbeats out).
  *
- * Everything here except the two fetches is pure. Counters that went down (a consumer or a
+ * Everything here except the fetches is pure. Counters that went down (a consumer or a
  * subscription that was deleted and made again) count from zero.
  */
 
@@ -52,9 +54,18 @@ export interface JszSnapshot {
 /** Messages received per subscription subject (summed over connections), outside $SYS. */
 export type SubCounts = Readonly<Record<string, number>>;
 
+/** nats-server's whole traffic so far (`/varz`): messages and bytes from and to its clients. */
+export interface Traffic {
+  readonly inMsgs: number;
+  readonly outMsgs: number;
+  readonly inBytes: number;
+  readonly outBytes: number;
+}
+
 export interface JetStreamSnapshot {
   readonly jsz: JszSnapshot;
   readonly subs: SubCounts;
+  readonly traffic: Traffic;
 }
 
 export interface StreamCost {
@@ -88,6 +99,15 @@ export interface CostTotals {
   readonly pulls: number;
   /** api.total delta: API calls the router handled (info, create, STREAM.MSG.GET, ...). */
   readonly apiCalls: number;
+  /**
+   * NATS messages nats-server received from its clients (publishes, acks, pull and API requests)
+   * and sent them (deliveries, PubAcks, replies, heartbeats): `/varz` in_msgs and out_msgs.
+   */
+  readonly messagesIn: number;
+  readonly messagesOut: number;
+  /** Their bytes (`/varz` in_bytes and out_bytes). */
+  readonly bytesIn: number;
+  readonly bytesOut: number;
 }
 
 export interface JetStreamCost {
@@ -138,6 +158,16 @@ export function parseJsz(body: unknown): JszSnapshot {
     }
   }
   return { apiTotal: num(api.total), apiErrors: num(api.errors), streams, consumers };
+}
+
+export function parseVarz(body: unknown): Traffic {
+  const v = obj(body);
+  return {
+    inMsgs: num(v.in_msgs),
+    outMsgs: num(v.out_msgs),
+    inBytes: num(v.in_bytes),
+    outBytes: num(v.out_bytes),
+  };
 }
 
 export function parseSubsz(body: unknown): SubCounts {
@@ -222,6 +252,10 @@ export function diffSnapshots(before: JetStreamSnapshot, after: JetStreamSnapsho
     directGets: sum(streamList, ([, s]) => s.directGets),
     pulls: sum(Object.values(consumers), (c) => c.pulls),
     apiCalls: grew(after.jsz.apiTotal, before.jsz.apiTotal),
+    messagesIn: grew(after.traffic.inMsgs, before.traffic.inMsgs),
+    messagesOut: grew(after.traffic.outMsgs, before.traffic.outMsgs),
+    bytesIn: grew(after.traffic.inBytes, before.traffic.inBytes),
+    bytesOut: grew(after.traffic.outBytes, before.traffic.outBytes),
   };
   return { totals, streams, consumers };
 }
@@ -289,8 +323,12 @@ export function createJetStreamMonitor(base: string) {
     /** Messages per named connection: what each process sent (in) and was sent (out). */
     connz: async () => parseConnz(await get("/connz?limit=1024")),
     async snapshot(): Promise<JetStreamSnapshot> {
-      const [j, s] = await Promise.all([jsz(), get("/subsz?subs=1&limit=1000000")]);
-      return { jsz: j, subs: parseSubsz(s) };
+      const [j, s, v] = await Promise.all([
+        jsz(),
+        get("/subsz?subs=1&limit=1000000"),
+        get("/varz"),
+      ]);
+      return { jsz: j, subs: parseSubsz(s), traffic: parseVarz(v) };
     },
   };
 }

@@ -193,13 +193,19 @@ export function partitionGoals(figures: readonly PartitionFigures[]): GoalRow[] 
   });
 }
 
-/** JetStream work per job of a closed loop: stored (streams + KV), deliveries, acks, pulls. */
+/**
+ * JetStream work per job of a closed loop: stored (streams + KV), deliveries, acks, pulls, and
+ * the NATS messages and kilobytes nats-server took in and sent out.
+ */
 const jetstreamCells = (closed: E2eFigures) => [
   `${fmt(perJob(closed, "stored"), 2)} (${fmt(perJob(closed, "storedStreams"), 2)} + ${fmt(perJob(closed, "storedKv"), 2)})`,
   fmt(perJob(closed, "deliveries"), 2),
   fmt(perJob(closed, "acks"), 2),
   fmt(perJob(closed, "pulls"), 2),
+  `${fmt(perJob(closed, "messagesIn"), 1)} / ${fmt(perJob(closed, "messagesOut"), 1)}`,
+  `${fmt(perJob(closed, "bytesIn") / 1000, 1)} / ${fmt(perJob(closed, "bytesOut") / 1000, 1)}`,
 ];
+const TRAFFIC_HEADERS = ["NATS msgs/job in / out", "NATS kB/job in / out"] as const;
 
 const perProcUs = (closed: E2eFigures, name: string) =>
   fmt(((closed.phase.cpuSec[name] ?? Number.NaN) * 1e6) / closed.phase.units);
@@ -237,7 +243,7 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
     fmt(f.closed?.completedPerSec ?? Number.NaN),
     f.closed ? fmt(cpuUsPerUnit(f.closed.phase, HUB_PROCS)) : dash,
     f.closed ? HUB_PROCS.map((p) => perProcUs(f.closed as E2eFigures, p)).join(" / ") : dash,
-    ...(f.closed ? jetstreamCells(f.closed) : [dash, dash, dash, dash]),
+    ...(f.closed ? jetstreamCells(f.closed) : [dash, dash, dash, dash, dash, dash]),
     fmt(idleHubCores(f), 4),
     fmt(f.closed?.cpuCores["(others)"] ?? Number.NaN, 2),
   ]);
@@ -265,6 +271,7 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
         "deliveries/job",
         "acks/job",
         "pulls/job",
+        ...TRAFFIC_HEADERS,
         "idle hub cores",
         "others' cores",
       ],
@@ -286,6 +293,7 @@ export function renderPartitionsReport(figures: readonly PartitionFigures[]): st
               "deliveries/job",
               "acks/job",
               "pulls/job",
+              ...TRAFFIC_HEADERS,
             ],
             floors,
           ),

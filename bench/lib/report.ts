@@ -238,6 +238,7 @@ function costRows(r: BenchResults): string[] {
     cell(p, "pulls"),
     cell(p, "directGets"),
     cell(p, "apiCalls"),
+    `${cell(p, "messagesIn", 1)} / ${cell(p, "messagesOut", 1)}`,
     fmt(cpuUsPerUnit(p, HUB_PROCS)),
     fmt(aboveIdle(r, p)),
   ]);
@@ -256,6 +257,7 @@ function costRows(r: BenchResults): string[] {
         "pulls",
         "direct gets",
         "API calls",
+        "NATS msgs in / out",
         "hub CPU µs",
         "above idle",
       ],

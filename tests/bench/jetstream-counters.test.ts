@@ -93,6 +93,12 @@ describe("JetStream cost counters", () => {
     // STREAM.MSG.GET (last by subject) and the consumer lookup are API calls; direct gets and
     // pull requests are not.
     expect(cost.totals.apiCalls).toBeGreaterThanOrEqual(1);
+    // /varz: at least the 11 publishes, 1 put, 15 acks or naks and 2 pull requests came in, and
+    // the 15 deliveries and 12 PubAcks went out; the bytes at least the 10 bodies each way.
+    expect(cost.totals.messagesIn).toBeGreaterThanOrEqual(11 + 1 + 15 + 2);
+    expect(cost.totals.messagesOut).toBeGreaterThanOrEqual(15 + 12);
+    expect(cost.totals.bytesIn).toBeGreaterThan(10);
+    expect(cost.totals.bytesOut).toBeGreaterThan(15);
     expect(perUnit(cost, 5).deliveries).toBe(3);
   });
 
@@ -127,6 +133,7 @@ describe("JetStream cost counters", () => {
         },
       },
       subs: { "$JS.ACK.S.c.*.*.*.*.*": acks },
+      traffic: { inMsgs: 0, outMsgs: 0, inBytes: 0, outBytes: 0 },
     });
     expect(diffSnapshots(snap(100, 100), snap(7, 6)).consumers["S/c"]).toEqual({
       deliveries: 7,
