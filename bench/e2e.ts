@@ -6,7 +6,7 @@
  *
  * Usage: bun bench/e2e.ts '<E2eSpec as JSON>'
  */
-import { type LatencySummary, nowMs, round, summarize } from "./lib/common.ts";
+import { type LatencySummary, nowMs, round, summarize, writeResultLine } from "./lib/common.ts";
 
 export interface E2eSpec {
   readonly base: string;
@@ -213,6 +213,6 @@ export async function runE2e(spec: E2eSpec): Promise<E2eResult> {
 if (import.meta.main) {
   const spec = JSON.parse(process.argv[2] ?? "{}") as E2eSpec;
   const result = await runE2e(spec);
-  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+  await writeResultLine("RESULT", result);
   process.exit(0);
 }

@@ -5,6 +5,7 @@
  * Usage: bun bench/load.ts '<LoadSpec as JSON>'
  */
 import autocannon, { type AutocannonRequest } from "autocannon";
+import { writeResultLine } from "./lib/common.ts";
 
 export interface LoadSpec {
   readonly url: string;
@@ -85,6 +86,6 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
 if (import.meta.main) {
   const spec = JSON.parse(process.argv[2] ?? "{}") as LoadSpec;
   const result = await runLoad(spec);
-  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+  await writeResultLine("RESULT", result);
   process.exit(0);
 }

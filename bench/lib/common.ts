@@ -291,6 +291,19 @@ export async function waitHttp(url: string, timeoutMs = 30_000): Promise<void> {
 }
 
 /** Reads one JSON line printed by a child process with the given prefix. */
+/**
+ * Writes `<prefix> <json>` as one line and resolves once stdout has taken all of it. A child that
+ * calls process.exit() right after a plain write loses whatever its pipe had not taken: past 64 KB
+ * with a busy reader (the RESULT of a 50,000-job e2e loop, its 5,000 stamps).
+ */
+export function writeResultLine(prefix: string, value: unknown): Promise<void> {
+  return new Promise((resolve, reject) => {
+    process.stdout.write(`${prefix} ${JSON.stringify(value)}\n`, (err) =>
+      err ? reject(err) : resolve(),
+    );
+  });
+}
+
 export async function readResultLine<T>(
   child: Child,
   prefix: string,

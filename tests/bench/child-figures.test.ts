@@ -5,6 +5,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { cleanupAll, cpuSec, readResultLine, spawnChild } from "../../bench/lib/common.ts";
+
+const COMMON = new URL("../../bench/lib/common.ts", import.meta.url).pathname;
+
 import { createProcessTable } from "../../bench/lib/procs.ts";
 
 afterAll(() => cleanupAll());
@@ -27,6 +30,28 @@ describe("readResultLine", () => {
     expect(result.stamps).toHaveLength(12_000);
     expect(result.stamps[11_999]).toBe("job_11999");
     await child.stop();
+  });
+
+  test("a child that exits right after writing a 2-MB line through writeResultLine loses none of it", async () => {
+    // As bench/e2e.ts ends a long loop (its stamps: 375 KB from a 50,000-job loop): the line,
+    // then process.exit(0), while this (busy) process is not reading the pipe. Without waiting
+    // for stdout, the child loses what its pipe had not taken.
+    const script = `
+      const { writeResultLine } = await import(${JSON.stringify(COMMON)});
+      const stamps = Object.fromEntries(Array.from({ length: 20000 }, (_, i) => ["job_" + String(i).padStart(22, "x"), [1796656873582.8577 + i, 1796656873606.5513 + i]]));
+      await writeResultLine("RESULT", { stamps });
+      process.exit(0);
+    `;
+    const child = spawnChild("exits-after-result", [process.execPath, "-e", script]);
+    const busyUntil = Date.now() + 1_000;
+    while (Date.now() < busyUntil) {}
+    const result = await readResultLine<{ stamps: Record<string, number[]> }>(
+      child,
+      "RESULT",
+      20_000,
+    );
+    expect(Object.keys(result.stamps)).toHaveLength(20_000);
+    expect(result.stamps[`job_${"19999".padStart(22, "x")}`]?.[1]).toBe(1796656873606.5513 + 19999);
   });
 });
 
