@@ -72,7 +72,22 @@ type RoundsFigures = {
   readonly closed: E2eFigures;
   readonly rate: E2eFigures;
   readonly closedRoundsCpuUsPerJob: readonly number[];
+  /** Each process's CPU per job in each closed-loop round, in round order. */
+  readonly closedRoundsCpuUsPerJobByProc: Readonly<Record<string, readonly number[]>>;
 };
+
+/**
+ * Each process's CPU µs per job in each run, in the order given: where a system's median round
+ * hides which process moved between rounds (nats-server's share moved most on a slow VM).
+ */
+export function cpuByProcess(
+  runs: readonly { readonly phase: PhaseFigures }[],
+  procs: readonly string[],
+): Record<string, number[]> {
+  return Object.fromEntries(
+    procs.map((p) => [p, runs.map((r) => Math.round(cpuUsPerUnit(r.phase, [p])))]),
+  );
+}
 
 export async function e2eRoundsScenario(ctx: BenchContext, rounds: number) {
   const systems: ReadonlyArray<"hub" | Peer> = ["hub", ...ctx.peers];
@@ -86,15 +101,19 @@ export async function e2eRoundsScenario(ctx: BenchContext, rounds: number) {
     }
   }
   const settle = async (who: "hub" | Peer): Promise<RoundsFigures> => {
-    const { median, cpuUsPerUnit } = medianRun(
-      closed.get(who) ?? [],
-      who === "hub" ? HUB_PROCS : who.procs,
+    const procs = who === "hub" ? HUB_PROCS : who.procs;
+    const loops = closed.get(who) ?? [];
+    const { median, cpuUsPerUnit } = medianRun(loops, procs);
+    const byProc = cpuByProcess(loops, procs);
+    const perProc = Object.entries(byProc).map(([p, us]) => `${p} ${us.join("/")}`);
+    ctx.log(
+      `e2e ${nameOf(who)} closed loops, CPU µs per job by round: ${cpuUsPerUnit.join(", ")} (${perProc.join("; ")})`,
     );
-    ctx.log(`e2e ${nameOf(who)} closed loops, CPU µs per job by round: ${cpuUsPerUnit.join(", ")}`);
     return {
       closed: median,
       rate: await e2ePhase(ctx, who, "rate"),
       closedRoundsCpuUsPerJob: cpuUsPerUnit,
+      closedRoundsCpuUsPerJobByProc: byProc,
     };
   };
   const hub = await settle("hub");

@@ -1,11 +1,18 @@
 import { describe, expect, test } from "bun:test";
-import { medianRun, roundRatios } from "../../bench/lib/e2e-rounds.ts";
+import { cpuByProcess, medianRun, roundRatios } from "../../bench/lib/e2e-rounds.ts";
 import type { PhaseFigures } from "../../bench/lib/phase.ts";
 
 /** A closed loop of 10,000 jobs whose processes spent these CPU seconds. */
 const loop = (label: string, cpuSec: Record<string, number>) => ({
   label,
   phase: { wallSec: 3, drainSec: 0.3, units: 10_000, unit: "job", cpuSec } satisfies PhaseFigures,
+});
+
+describe("cpuByProcess: which process moved between rounds", () => {
+  test("each process's CPU µs per job, round by round, only the system's own", () => {
+    const runs = [loop("one", { a: 3, b: 1, other: 5 }), loop("two", { a: 2, b: 1.5 })];
+    expect(cpuByProcess(runs, ["a", "b"])).toEqual({ a: [300, 200], b: [100, 150] });
+  });
 });
 
 describe("medianRun: the round each system's e2e figures come from", () => {
