@@ -47,6 +47,7 @@ import {
   freePort,
   installExitHandlers,
   LOOPBACK,
+  natsProfileArgs,
   ROOT,
   registerCleanup,
   registerTempDir,
@@ -290,8 +291,14 @@ async function startHub(receiverBase: string, partitions = 1) {
   // nats-server on a random port with a temp store and the monitoring port (-m -1: random).
   const storeDir = mkdtempSync(join(tmpdir(), "switchyard-bench-nats-"));
   registerTempDir(storeDir);
-  const nats = await startNatsServer({ storeDir, env: process.env, args: ["-m", "-1"] });
+  const profile = natsProfileArgs();
+  const nats = await startNatsServer({
+    storeDir,
+    env: process.env,
+    args: ["-m", "-1", ...profile.args],
+  });
   registerCleanup(() => nats.stop("SIGKILL"));
+  if (profile.url) log(`hub's nats-server profiler at ${profile.url}`);
   const mport = monitorPort(nats.output());
   if (!mport) throw new Error(`nats-server did not log its monitoring port:\n${nats.output()}`);
   const monitorBase = `http://${LOOPBACK}:${mport}`;

@@ -159,6 +159,18 @@ export function cpuProfileArgs(name: string): string[] {
   ];
 }
 
+/**
+ * BENCH_NATS_PROFILE=1: nats-server's own Go profiler on a free loopback port (`--profile`), for
+ * the hub's and each floor's server. Its address serves `/debug/pprof/profile?seconds=N` (CPU) and
+ * `/debug/pprof/heap?debug=1` (allocations by site, and Go's memory statistics: TotalAlloc,
+ * Mallocs, NumGC), which `perf` cannot give for Debian's stripped binary. Empty when unset.
+ */
+export function natsProfileArgs(): { readonly args: string[]; readonly url?: string } {
+  if (process.env.BENCH_NATS_PROFILE !== "1") return { args: [] };
+  const port = freePort();
+  return { args: ["--profile", String(port)], url: `http://${LOOPBACK}:${port}/debug/pprof` };
+}
+
 /** Spawns a child process whose output is captured; every child is stopped on exit and SIGINT. */
 export function spawnChild(
   name: string,

@@ -33,6 +33,7 @@ import {
   cpuProfileArgs,
   freePort,
   LOOPBACK,
+  natsProfileArgs,
   ROOT,
   registerCleanup,
   registerTempDir,
@@ -98,12 +99,14 @@ export async function startFloorPeer(
   const layout = floorLayout(options.partitions);
   const storeDir = mkdtempSync(join(tmpdir(), `switchyard-bench-${name}-`));
   registerTempDir(storeDir);
+  const profile = natsProfileArgs();
   const nats = await startNatsServer({
     storeDir,
     env: process.env,
-    ...(options.monitor ? { args: ["-m", "-1"] } : {}),
+    args: [...(options.monitor ? ["-m", "-1"] : []), ...profile.args],
   });
   registerCleanup(() => nats.stop("SIGKILL"));
+  if (profile.url) deps.log(`${name}'s nats-server profiler at ${profile.url}`);
   const mport = options.monitor ? monitorPort(nats.output()) : undefined;
   if (options.monitor && mport === undefined) {
     throw new Error(`${name}: nats-server did not log its monitoring port:\n${nats.output()}`);
