@@ -302,7 +302,6 @@ export async function waitHttp(url: string, timeoutMs = 30_000): Promise<void> {
   throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
 }
 
-/** Reads one JSON line printed by a child process with the given prefix. */
 /**
  * Writes `<prefix> <json>` as one line and resolves once stdout has taken all of it. A child that
  * calls process.exit() right after a plain write loses whatever its pipe had not taken: past 64 KB
@@ -316,6 +315,7 @@ export function writeResultLine(prefix: string, value: unknown): Promise<void> {
   });
 }
 
+/** Reads one JSON line printed by a child process with the given prefix. */
 export async function readResultLine<T>(
   child: Child,
   prefix: string,

@@ -5,10 +5,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { cleanupAll, cpuSec, readResultLine, spawnChild } from "../../bench/lib/common.ts";
+import { createProcessTable } from "../../bench/lib/procs.ts";
 
 const COMMON = new URL("../../bench/lib/common.ts", import.meta.url).pathname;
-
-import { createProcessTable } from "../../bench/lib/procs.ts";
 
 afterAll(() => cleanupAll());
 
@@ -32,7 +31,7 @@ describe("readResultLine", () => {
     await child.stop();
   });
 
-  test("a child that exits right after writing a 2-MB line through writeResultLine loses none of it", async () => {
+  test("a child that exits right after writing a 1.4-MB line through writeResultLine loses none of it", async () => {
     // As bench/e2e.ts ends a long loop (its stamps: 375 KB from a 50,000-job loop): the line,
     // then process.exit(0), while this (busy) process is not reading the pipe. Without waiting
     // for stdout, the child loses what its pipe had not taken.
