@@ -30,7 +30,9 @@
  * consumer's backlog during the hub's closed loop: peaks and means, at a latency cost to the hub),
  * BENCH_WARMUP_JOBS (jobs each system runs, unmeasured, before its e2e closed loop, default 40000;
  * 0: none), BENCH_E2E_ROUNDS (closed loops per system in the e2e scenario, interleaved, each
- * system's median round reported; default 1: one loop each, the hub first; lib/e2e-rounds.ts).
+ * system's median round reported; default 1: one loop each, the hub first; lib/e2e-rounds.ts),
+ * BENCH_NATS_PROFILE=1 (the hub's and the floors' nats-servers with Go's profiler on a free port,
+ * its address logged; lib/common.ts natsProfileArgs).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
