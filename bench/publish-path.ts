@@ -7,8 +7,8 @@
  * `muxPubAcks` (shared/nats/pub-ack-mux.ts): a plain publish whose PubAck comes back on one
  * wildcard reply subscription, matched in a map. Both publish the same 400-byte event, 64 in
  * flight, to a private nats-server (random port, temporary store), with no headers and with the
- * headers an event append carries (type, message id, expected last subject sequence, through the
- * hub's `headersOf`).
+ * headers an event append carries (type, message id, expected last subject sequence, and the
+ * job's traceparent, through the hub's `headersOf`).
  *
  * Reported: the process's CPU per publish (user + system, µs), the median of the rounds. The
  * server's CPU is not in it. Env: PUBLISH_COUNT (per round, default 50000), PUBLISH_ROUNDS
@@ -29,6 +29,9 @@ const payload = new TextEncoder().encode(
   JSON.stringify({ type: "job.done", pad: "x".repeat(380) }),
 );
 
+/** A W3C trace context as the ingress makes one (55 characters). */
+const TRACEPARENT = "00-ab012bc1ea4843573545e61696896a34-7d42c242523598f2-01";
+
 type Publish = (i: number, headers?: MsgHdrs) => Promise<unknown>;
 
 function natsPublisher(js: JetStreamClient): Publish {
@@ -43,6 +46,14 @@ const HEADER_SETS = {
   ", type + message id + expected sequence": (n: number) =>
     headersOf({
       "Sy-Event-Type": "job.done",
+      [PubHeaders.MsgIdHdr]: `evt_${n}`,
+      [PubHeaders.ExpectedLastSubjectSequenceHdr]: "0",
+    }),
+  // The hub's whole set: every event also carries its job's W3C trace context.
+  ", + traceparent (the hub's event)": (n: number) =>
+    headersOf({
+      "Sy-Event-Type": "job.done",
+      traceparent: TRACEPARENT,
       [PubHeaders.MsgIdHdr]: `evt_${n}`,
       [PubHeaders.ExpectedLastSubjectSequenceHdr]: "0",
     }),
