@@ -79,6 +79,21 @@ function parseGroups(entry: KvEntry): string[] {
 }
 
 /**
+ * Stops a KV watch and deletes its consumer. nats.js stops a watch's ordered consumer without
+ * deleting it, so the server would keep it for its inactive threshold (5 minutes), counting every
+ * later put as pending (what `nats consumer report` shows of a stopped process). The consumer is
+ * the one the watch holds now (nats.js renames it at each re-creation); the watch iterator keeps it
+ * in `_data`, which nats.js's own type declares. Best effort: a failed delete leaves it to expire.
+ */
+async function stopWatch(watch: Awaited<ReturnType<KV["watch"]>>): Promise<void> {
+  watch.stop();
+  const consumer = (watch as { _data?: unknown })._data as
+    | { delete?: () => Promise<boolean> }
+    | undefined;
+  await consumer?.delete?.().catch(() => false);
+}
+
+/**
  * Follows a KV watch until closed. nats.js re-creates a watch's ordered consumer by itself
  * (missed heartbeats, a restarted server); should the watch end anyway, it is opened again.
  */
@@ -88,11 +103,11 @@ function follow(deps: {
   readonly apply: (entry: KvEntry) => void;
   readonly closed: () => boolean;
   readonly logger: Logger;
-}): { opened: Promise<() => void> } {
-  let stop = () => {};
+}): { opened: Promise<() => Promise<void>> } {
+  let stop = async () => {};
   const open = async () => {
     const watch = await deps.kv.watch({ key: deps.key });
-    stop = () => watch.stop();
+    stop = () => stopWatch(watch);
     void (async () => {
       for await (const entry of watch) deps.apply(entry);
     })()
@@ -126,7 +141,7 @@ export function createClaimsWatch(deps: {
   const claims = new Map<string, SeenClaim>();
   const members = new Map<string, { seenAt: number; groups: string[] }>();
   let closed = false;
-  const stops: Promise<() => void>[] = [];
+  const stops: Promise<() => Promise<void>>[] = [];
 
   const onClaim = (entry: KvEntry) => {
     const seen = claims.get(entry.key);
@@ -158,7 +173,7 @@ export function createClaimsWatch(deps: {
     },
     async close() {
       closed = true;
-      for (const stop of await Promise.all(stops.splice(0))) stop();
+      await Promise.all((await Promise.all(stops.splice(0))).map((stop) => stop()));
     },
     /** Records a write of this process at once (its watch echo comes later). */
     noteClaim(key: string, seen: SeenClaim) {

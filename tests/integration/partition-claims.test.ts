@@ -5,7 +5,7 @@
  * At rest a member writes its member record once a second and nothing per partition.
  */
 import { expect, test } from "bun:test";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import {
   CLAIMS_BUCKET,
@@ -139,14 +139,26 @@ test("a member stopping hands every partition over and deletes its member record
   await waitFor("b to claim both", () => b.claims.held("counter").length === 2, {
     timeoutMs: 2_000,
   });
+  // a's two watches took their consumers with them: only b's remain, one in each bucket.
+  const jsm = await jetstreamManager(nats.nc);
+  expect(await watchConsumers(jsm)).toEqual([1, 1]);
   const leases = await openLeaseBucket(nats.nc, { replicas: 1 });
   const keys: string[] = [];
   for await (const key of await leases.keys("members.>")) keys.push(key);
   expect(keys).toHaveLength(1); // b's own; a's was deleted, not left to expire
+  const listed = await watchConsumers(jsm); // with the listing's own (keys()), left to expire
   await b.claims.stop();
+  expect(await watchConsumers(jsm)).toEqual(listed.map((n) => n - 1)); // b's two are gone
   await a.nc.close();
   await b.nc.close();
 });
+
+/** How many consumers the claims and the lease buckets' streams hold: the watches'. */
+async function watchConsumers(jsm: JetStreamManager): Promise<number[]> {
+  const count = async (bucket: string) =>
+    (await jsm.streams.info(`KV_${bucket}`)).state.consumer_count;
+  return [await count(CLAIMS_BUCKET), await count(LEASE_BUCKET)];
+}
 
 test("a claim naming a live member that does not hold it is freed, and the partition taken again", async () => {
   await using nats = await startNats();
