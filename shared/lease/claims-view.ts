@@ -78,19 +78,30 @@ function parseGroups(entry: KvEntry): string[] {
   }
 }
 
+/** How long a stopping process waits for a watch's consumer to be deleted (its stop waits). */
+const WATCH_DELETE_WAIT_MS = 1_000;
+
 /**
  * Stops a KV watch and deletes its consumer. nats.js stops a watch's ordered consumer without
  * deleting it, so the server would keep it for its inactive threshold (5 minutes), counting every
  * later put as pending (what `nats consumer report` shows of a stopped process). The consumer is
  * the one the watch holds now (nats.js renames it at each re-creation); the watch iterator keeps it
- * in `_data`, which nats.js's own type declares. Best effort: a failed delete leaves it to expire.
+ * in `_data` (declared by nats.js's QueuedIteratorImpl). Best effort, and bounded so that a stop
+ * with nats-server out of reach is not held up: a consumer not deleted expires.
  */
 async function stopWatch(watch: Awaited<ReturnType<KV["watch"]>>): Promise<void> {
   watch.stop();
   const consumer = (watch as { _data?: unknown })._data as
     | { delete?: () => Promise<boolean> }
     | undefined;
-  await consumer?.delete?.().catch(() => false);
+  const deleted = consumer?.delete?.().catch(() => false);
+  if (deleted === undefined) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, WATCH_DELETE_WAIT_MS);
+  });
+  await Promise.race([deleted, waited]);
+  clearTimeout(timer);
 }
 
 /**
