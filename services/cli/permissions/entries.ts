@@ -126,7 +126,8 @@ export const eventGets = (n: Names): Line[] => n.each((p) => streamGets(n.layout
 
 /**
  * A read model's partition claims: its member record (shared with a co-located read model), its
- * own group's claims, the watches that follow both, and reads of the rebuild leases.
+ * own group's claims, the watches that follow both (and the deletion of their consumers), and
+ * reads of the rebuild leases.
  */
 export function readModelLease(group: string): Line[] {
   return [
@@ -136,5 +137,10 @@ export function readModelLease(group: string): Line[] {
     kvReads(CLAIMS_BUCKET),
     consumerCreate(kv(LEASE_BUCKET)),
     consumerCreate(kv(CLAIMS_BUCKET)),
+    "its two watches' consumers, deleted when it stops or nats.js re-creates one",
+    [
+      `${API}.CONSUMER.DELETE.${kv(LEASE_BUCKET)}.*`,
+      `${API}.CONSUMER.DELETE.${kv(CLAIMS_BUCKET)}.*`,
+    ],
   ];
 }
